@@ -1,0 +1,1 @@
+"""asv benchmark modules, generated from the subject registry by `proofbench generate`."""

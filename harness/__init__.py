@@ -1,0 +1,1 @@
+"""proofbench: declarative benchmarks and regression tracking for ML optimizations."""

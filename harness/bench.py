@@ -1,0 +1,162 @@
+"""asv's view of a subject: the base class every generated benchmark class extends.
+
+A generated class (see `harness.generate`) names its subject; this base class fills in
+asv's parameters and measurement attributes from the subject and the active profile,
+prepares the workload in `setup`, and exposes the measurements as asv benchmarks:
+`time_call` (timed by asv with the synchronising clock), `track_items`,
+`track_quality` (distance from the baseline's output), `track_peak_memory` and one
+`track_<measure>` per declared measure.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Callable
+
+from harness import capability, sidecar
+from harness.declare import Context, Subject, Variant, Workload
+from harness.errors import Skip
+from harness.memory import PeakMemory
+from harness.noise import OtherLoad
+from harness.profile import Profile, get_profile
+from harness.registry import load
+from harness.timer import sync_clock
+
+PARAM_NAMES = ["variant", "size"]
+
+
+def _set_threads(n: int) -> None:
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(n)
+
+
+def asv_name(cls: type) -> str:
+    """The name asv gives a benchmark class: its module below `benchmarks`, then the class."""
+    module = cls.__module__.split(".", 1)[1] if cls.__module__.startswith("benchmarks.") else cls.__module__
+    return f"{module}.{cls.__name__}"
+
+
+class SubjectBenchmark:
+    """Base of generated benchmark classes; subclasses set `subject_key` and `version`."""
+
+    subject_key = ""
+    param_names = PARAM_NAMES
+    timer = staticmethod(sync_clock)
+    sample_time = 0.01
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        subject = load().get(cls.subject_key)
+        profile = get_profile()
+        cls.params = [[v.name for v in subject.variants], [s for s in profile.sizes]]
+        cls.timeout = subject.timeout
+        cls.rounds = profile.rounds
+        cls.repeat = profile.repeat
+        cls.warmup_time = profile.warmup_time
+        cls.min_run_count = profile.repeat[0]
+
+    # -- asv hooks -------------------------------------------------------------------
+
+    def build_cache(self) -> str:
+        """Build the subject's on-disk fixtures in asv's cache directory (the cwd)."""
+        subject = load().get(self.subject_key)
+        profile = get_profile()
+        here = Path.cwd()
+        if subject.build_cache is not None:
+            subject.build_cache(here, tuple(subject.size(s) for s in profile.sizes))
+        return str(here)
+
+    def setup(self, cache_dir: str, variant: str, size: str) -> None:
+        self._subject: Subject = load().get(self.subject_key)
+        self._profile: Profile = get_profile()
+        self._variant: Variant = self._subject.variant(variant)
+        self._params = (variant, size)
+        reason = capability.missing(self._variant.requires, self._profile.device)
+        if reason:
+            self._note("skipped", reason)
+            raise Skip(reason)
+        _set_threads(self._profile.torch_threads)
+        ctx = Context(size=self._subject.size(size), device=self._profile.device,
+                      cache_dir=Path(cache_dir), threads=self._profile.torch_threads)
+        try:
+            self._workload: Workload = self._subject.prepare(ctx)
+        except Skip as exc:
+            self._note("skipped", str(exc))
+            raise
+        except Exception as exc:
+            self._note("failed", f"setup: {type(exc).__name__}: {exc}")
+            raise
+        self._load = OtherLoad().__enter__()
+
+    def teardown(self, cache_dir: str, variant: str, size: str) -> None:
+        load_ = getattr(self, "_load", None)
+        if load_ is not None:
+            load_.__exit__(None, None, None)
+            self._note("ok", method=getattr(self, "_method", None), other_load_cores=load_.cores,
+                       busy=load_.busy, threads=self._profile.torch_threads,
+                       profile=self._profile.name, device=self._profile.device)
+
+    # -- measurements ----------------------------------------------------------------
+
+    def call(self) -> Any:
+        """Run the variant once on the workload (what `time_call` times)."""
+        self._method = "time_call"
+        try:
+            return self._variant.run(self._workload.inputs)
+        except Exception as exc:
+            self._note("failed", f"{type(exc).__name__}: {exc}", method="time_call")
+            raise
+
+    def items(self) -> float:
+        return float(self._workload.items)
+
+    def quality(self) -> float:
+        """The equivalence metric of this variant's output against the baseline's."""
+        if self._variant.name == "baseline":
+            return math.nan  # the baseline is the reference, nothing to compare
+        equivalence = self._subject.equivalence
+
+        def compare() -> float:
+            expected = self._subject.variant("baseline").run(self._workload.inputs)
+            got = self._variant.run(self._workload.inputs)
+            return float(equivalence.compare(expected, got))
+
+        value = self._guard("track_quality", compare)
+        passed = equivalence.passes(value)
+        self._note("ok" if passed else "failed",
+                   "" if passed else f"equivalence failed: {equivalence.metric.name}={value:.6g}, "
+                   f"tolerance {equivalence.tolerance:g}",
+                   method="track_quality", equivalent=passed, value=value)
+        return value
+
+    def peak_memory(self) -> float:
+        """Peak bytes of one call above the post-setup level."""
+        def measure() -> float:
+            with PeakMemory() as peak:
+                self._variant.run(self._workload.inputs)
+            return float(peak.bytes)
+
+        return self._guard("track_peak_memory", measure)
+
+    def measure(self, name: str) -> float:
+        """A declared per-variant measure on one call's output."""
+        (spec,) = [m for m in self._subject.measures if m.metric.name == name]
+        return self._guard(f"track_{name}", lambda: float(
+            spec.measure(self._workload.inputs, self._variant.run(self._workload.inputs))))
+
+    # -- bookkeeping -----------------------------------------------------------------
+
+    def _guard(self, method: str, fn: Callable[[], Any]) -> Any:
+        # A variant that raises fails this benchmark alone; the reason goes to the sidecar.
+        self._method = method
+        try:
+            return fn()
+        except Exception as exc:
+            self._note("failed", f"{type(exc).__name__}: {exc}", method=method)
+            raise
+
+    def _note(self, status: str, reason: str = "", method: str | None = None, **details: object) -> None:
+        sidecar.write(asv_name(type(self)), self._params, status, reason, method=method, **details)

@@ -1,0 +1,232 @@
+"""The declaration API: what a subject is, as frozen data validated at construction.
+
+A subject module builds `Subject` values and hands them to `harness.registry.register`.
+Nothing here times anything: asv does the measuring (see `harness.bench`).
+"""
+from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from harness.capability import CAPABILITIES
+from harness.errors import DeclarationError
+
+AREAS = ("loading", "tokenization", "training", "inference", "quantization")
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+# Every subject declares these sizes; profiles pick among them (tiny: tests and smoke runs).
+SIZE_NAMES = ("tiny", "small", "large")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A measured quantity: its name, unit, and which direction is better."""
+
+    name: str
+    unit: str
+    higher_is_better: bool
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise DeclarationError(f"metric {self.name!r}: name must match {_NAME.pattern}")
+
+    def better(self, a: float, b: float) -> bool:
+        """True when `a` is better than `b` for this metric."""
+        return a > b if self.higher_is_better else a < b
+
+
+TIME = Metric("time", "seconds", higher_is_better=False)
+PEAK_MEMORY = Metric("peak_memory", "bytes", higher_is_better=False)
+
+
+@dataclass(frozen=True)
+class Size:
+    """A named workload size; `settings` are the knobs the subject's `prepare` reads."""
+
+    name: str
+    settings: tuple[tuple[str, Any], ...]
+
+    @classmethod
+    def of(cls, name: str, **settings: Any) -> "Size":
+        return cls(name, tuple(sorted(settings.items())))
+
+    def __getitem__(self, key: str) -> Any:
+        for k, v in self.settings:
+            if k == key:
+                return v
+        raise KeyError(f"size {self.name!r} has no setting {key!r}")
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+
+@dataclass(frozen=True)
+class Context:
+    """Where and how a workload runs: passed to `Subject.prepare`."""
+
+    size: Size
+    device: str  # "cpu" or "cuda"
+    cache_dir: Path  # on-disk fixtures built by `Subject.build_cache`
+    threads: int
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What `prepare` returns: the inputs every variant receives and the items per call."""
+
+    inputs: Any
+    items: int
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way of doing the subject's work. `run(inputs)` returns the output to compare.
+
+    `run` is called many times on the same inputs; it must leave them able to give the
+    same answer next time (a training variant restores its starting weights itself).
+
+    `requires` names capabilities (see `harness.capability`), such as "cuda"; a variant
+    whose requirement is missing is skipped with the reason, never faked.
+    """
+
+    name: str
+    run: Callable[[Any], Any]
+    description: str = ""
+    requires: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise DeclarationError(f"variant {self.name!r}: name must match {_NAME.pattern}")
+        unknown = [r for r in self.requires if r not in CAPABILITIES]
+        if unknown:
+            raise DeclarationError(
+                f"variant {self.name!r}: unknown requirement(s) {', '.join(unknown)}; "
+                f"expected one of {', '.join(sorted(CAPABILITIES))}"
+            )
+
+
+@dataclass(frozen=True)
+class Equivalence:
+    """How close a variant's output must be to the baseline's.
+
+    `compare(baseline_output, variant_output)` returns a number in `metric`'s unit;
+    the variant is equivalent when that number is on the good side of `tolerance`.
+    """
+
+    metric: Metric
+    tolerance: float
+    compare: Callable[[Any, Any], float]
+    description: str = ""
+
+    def passes(self, value: float) -> bool:
+        """True when a comparison result `value` is within tolerance."""
+        if value != value:  # NaN never passes
+            return False
+        return value >= self.tolerance if self.metric.higher_is_better else value <= self.tolerance
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A per-variant number other than time (padded tokens, model bytes...).
+
+    `measure(workload_inputs, output)` is evaluated once per variant on one call's output.
+    `rate` marks a count per call (tokens) that the report also shows per second.
+    """
+
+    metric: Metric
+    measure: Callable[[Any, Any], float]
+    rate: bool = False
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One optimization claim made runnable: a workload and two or more variants.
+
+    The first variant named `baseline` is the reference every other variant is compared
+    with. `workload_version` must change whenever the work itself changes (sizes, data,
+    model shapes) so asv history stays comparable; a variant's implementation may change
+    freely without it.
+    """
+
+    area: str
+    name: str
+    item: str
+    description: str
+    prepare: Callable[[Context], Workload]
+    variants: tuple[Variant, ...]
+    equivalence: Equivalence
+    sizes: tuple[Size, ...]
+    workload_version: int = 1
+    build_cache: Callable[[Path, tuple[Size, ...]], None] | None = None
+    measures: tuple[Measure, ...] = ()
+    track_memory: bool = False
+    timeout: float = 120.0
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        where = f"subject {self.area}.{self.name}"
+        if self.area not in AREAS:
+            raise DeclarationError(f"{where}: unknown area {self.area!r}; expected one of {', '.join(AREAS)}")
+        if not _NAME.match(self.name):
+            raise DeclarationError(f"{where}: name must match {_NAME.pattern}")
+        names = [v.name for v in self.variants]
+        if "baseline" not in names:
+            raise DeclarationError(f"{where}: no variant named 'baseline' (variants: {', '.join(names) or 'none'})")
+        if len(set(names)) != len(names):
+            raise DeclarationError(f"{where}: duplicate variant names in {names}")
+        if len(names) < 2:
+            raise DeclarationError(f"{where}: needs a baseline and at least one other variant")
+        size_names = {s.name for s in self.sizes}
+        if not set(SIZE_NAMES) <= size_names:
+            missing = ", ".join(n for n in SIZE_NAMES if n not in size_names)
+            raise DeclarationError(f"{where}: must declare sizes {', '.join(SIZE_NAMES)}; missing {missing}")
+        self._check_signatures(where)
+        metric_names = [m.metric.name for m in self.measures]
+        if len(set(metric_names)) != len(metric_names):
+            raise DeclarationError(f"{where}: duplicate measure names {metric_names}")
+
+    def _check_signatures(self, where: str) -> None:
+        expected = _arity(self.variants[0].run)
+        for variant in self.variants:
+            got = _arity(variant.run)
+            if got != expected or got != 1:
+                raise DeclarationError(
+                    f"{where}: variant {variant.name!r} takes {got} positional argument(s); "
+                    f"every variant must take exactly one (the workload inputs)"
+                )
+
+    @property
+    def key(self) -> str:
+        """The registry key, `area.name`."""
+        return f"{self.area}.{self.name}"
+
+    def variant(self, name: str) -> Variant:
+        """The variant called `name`, or a DeclarationError listing the allowed names."""
+        for v in self.variants:
+            if v.name == name:
+                return v
+        allowed = ", ".join(v.name for v in self.variants)
+        raise DeclarationError(f"subject {self.key}: no variant {name!r}; expected one of {allowed}")
+
+    def size(self, name: str) -> Size:
+        """The size called `name`, or a DeclarationError listing the allowed names."""
+        for s in self.sizes:
+            if s.name == name:
+                return s
+        allowed = ", ".join(s.name for s in self.sizes)
+        raise DeclarationError(f"subject {self.key}: no size {name!r}; expected one of {allowed}")
+
+
+def _arity(fn: Callable[..., Any]) -> int:
+    # Count required positional parameters; variants share one calling convention.
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return -1
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(1 for p in sig.parameters.values() if p.kind in kinds and p.default is p.empty)

@@ -1,0 +1,38 @@
+"""The exceptions proofbench raises; `harness.cli` turns them into exit codes."""
+from __future__ import annotations
+
+
+class ProofbenchError(Exception):
+    """Base of every error proofbench reports to a user in one line."""
+
+    exit_code = 2
+
+
+class DeclarationError(ProofbenchError):
+    """A subject, variant, claim or profile is declared wrongly."""
+
+
+class InputError(ProofbenchError):
+    """A file given to proofbench (FASTA, LMDB, results JSON, TOML) is malformed.
+
+    The message names the file and, where known, the line or field.
+    """
+
+
+class DatabaseError(ProofbenchError):
+    """The database cannot be reached or is in a state proofbench cannot use."""
+
+
+class RunError(ProofbenchError):
+    """asv could not be driven (missing configuration, asv itself failed)."""
+
+
+class Skip(NotImplementedError):
+    """A variant cannot run on this machine; the message says why.
+
+    Subclassing NotImplementedError makes asv record the result as skipped (NaN).
+    """
+
+
+class EquivalenceError(ProofbenchError):
+    """An optimized variant's output differs from the baseline's beyond tolerance."""

@@ -1,0 +1,124 @@
+"""Statistics on raw samples: the speedup of a variant over the baseline, with its interval.
+
+The speedup is the Hodges-Lehmann estimate of the ratio of baseline to variant times: the
+median of all pairwise ratios b_i / v_j. Its 95% interval is the distribution-free one that
+inverts the Mann-Whitney U test (the order statistics of those ratios at the test's critical
+count), so interval and significance test agree. Computed on log-times, so it is a ratio.
+No word like "faster" is used unless the Mann-Whitney U test rejects equality first.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+from scipy import stats as _stats
+
+MIN_SAMPLES = 5  # with fewer per side, Mann-Whitney cannot reach p < 0.05 reliably
+ALPHA = 0.05
+NOISY_IQR = 0.10  # like torch.utils.benchmark's Measurement: IQR/median above 10% is noisy
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Median and interquartile range of one sample set."""
+
+    n: int
+    median: float
+    iqr: float
+
+    @property
+    def relative_iqr(self) -> float:
+        return self.iqr / self.median if self.median else math.inf
+
+    @property
+    def noisy(self) -> bool:
+        """True when the spread is too wide to trust a small difference."""
+        return self.relative_iqr > NOISY_IQR
+
+
+def spread(samples: Sequence[float]) -> Spread:
+    """Median and IQR of finite samples."""
+    x = _finite(samples)
+    if not len(x):
+        return Spread(0, math.nan, math.nan)
+    q25, q50, q75 = np.percentile(x, [25, 50, 75])
+    return Spread(len(x), float(q50), float(q75 - q25))
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """How many times faster a variant is than the baseline (>1 faster, <1 slower)."""
+
+    estimate: float
+    low: float
+    high: float
+    p_value: float
+    n_baseline: int
+    n_variant: int
+
+    @property
+    def enough_samples(self) -> bool:
+        return min(self.n_baseline, self.n_variant) >= MIN_SAMPLES
+
+    @property
+    def significant(self) -> bool:
+        return self.enough_samples and self.p_value < ALPHA
+
+    @property
+    def word(self) -> str:
+        """The only place a comparison is put into words."""
+        if not self.enough_samples:
+            return "too few samples"
+        if not self.significant:
+            return "no significant difference"
+        return "faster" if self.estimate > 1 else "slower"
+
+
+def _finite(samples: Sequence[float] | None) -> np.ndarray:
+    x = np.asarray([s for s in (() if samples is None else samples) if s is not None], dtype=float)
+    return x[np.isfinite(x) & (x > 0)]
+
+
+def speedup(baseline: Sequence[float], variant: Sequence[float], confidence: float = 0.95) -> Speedup:
+    """Speedup of `variant` over `baseline` from raw time samples (seconds per call)."""
+    b, v = np.log(_finite(baseline)), np.log(_finite(variant))
+    n, m = len(b), len(v)
+    if n == 0 or m == 0:
+        return Speedup(math.nan, math.nan, math.nan, math.nan, n, m)
+    diffs = np.sort(np.subtract.outer(b, v).ravel())
+    estimate = float(np.exp(np.median(diffs)))
+    p_value = float(_stats.mannwhitneyu(b, v, alternative="two-sided").pvalue) if min(n, m) > 0 else math.nan
+    k = _critical_rank(n, m, confidence)
+    if k is None:
+        low, high = math.nan, math.nan
+    else:
+        low, high = float(np.exp(diffs[k])), float(np.exp(diffs[n * m - 1 - k]))
+    return Speedup(estimate, low, high, p_value, n, m)
+
+
+def _critical_rank(n: int, m: int, confidence: float) -> int | None:
+    # Zero-based rank k such that [d_(k), d_(nm-1-k)] covers the shift with `confidence`
+    # (normal approximation to the U distribution, with continuity correction).
+    z = _stats.norm.ppf(0.5 + confidence / 2)
+    k = math.floor(n * m / 2 - z * math.sqrt(n * m * (n + m + 1) / 12) - 0.5)
+    return k if k >= 0 else None
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """How much less of something (memory, bytes) a variant uses: 0.3 = 30% less."""
+
+    baseline: float
+    variant: float
+
+    @property
+    def fraction(self) -> float:
+        if not self.baseline or self.baseline != self.baseline:
+            return math.nan
+        return 1.0 - self.variant / self.baseline
+
+    @property
+    def factor(self) -> float:
+        return self.baseline / self.variant if self.variant else math.inf

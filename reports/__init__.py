@@ -1,0 +1,1 @@
+"""Reports: Jinja2 templates rendered into a static HTML site."""

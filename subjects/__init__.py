@@ -1,0 +1,1 @@
+"""The subjects: each optimization claim made runnable, one module per area."""
