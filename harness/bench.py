@@ -23,6 +23,10 @@ from harness.registry import load
 from harness.timer import sync_clock
 
 PARAM_NAMES = ["variant", "size"]
+# asv re-runs setup before every timed sample (asv#966); the prepared workload is kept per
+# process so a sample costs one setup check, not a model build. Variants are repeatable by
+# contract (see harness.declare.Variant), so reusing the inputs observes the same state.
+_WORKLOADS: dict[tuple[str, str, str], tuple[Workload, OtherLoad]] = {}
 
 
 def _set_threads(n: int) -> None:
@@ -79,19 +83,25 @@ class SubjectBenchmark:
             self._note("skipped", reason)
             raise Skip(reason)
         _set_threads(self._profile.torch_threads)
+        key = (self.subject_key, size, self._profile.device)
+        if key not in _WORKLOADS:
+            _WORKLOADS[key] = (self._prepare(size, Path(cache_dir)), OtherLoad().__enter__())
+        self._workload, self._load = _WORKLOADS[key]
+
+    def _prepare(self, size: str, cache_dir: Path) -> Workload:
         ctx = Context(size=self._subject.size(size), device=self._profile.device,
-                      cache_dir=Path(cache_dir), threads=self._profile.torch_threads)
+                      cache_dir=cache_dir, threads=self._profile.torch_threads)
         try:
-            self._workload: Workload = self._subject.prepare(ctx)
+            return self._subject.prepare(ctx)
         except Skip as exc:
             self._note("skipped", str(exc))
             raise
         except Exception as exc:
             self._note("failed", f"setup: {type(exc).__name__}: {exc}")
             raise
-        self._load = OtherLoad().__enter__()
 
     def teardown(self, cache_dir: str, variant: str, size: str) -> None:
+        # Runs after every sample; the last record of a benchmark covers all its samples.
         load_ = getattr(self, "_load", None)
         if load_ is not None:
             load_.__exit__(None, None, None)

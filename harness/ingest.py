@@ -49,10 +49,12 @@ class Sources:
 PROFILE_FILE = "proofbench-machine.json"
 
 
-def machine_profiles(results_dir: Path) -> dict[str, dict]:
-    """Hardware profiles `proofbench run` left beside asv's results, by machine name."""
+def machine_profiles(paths: list[Path]) -> dict[str, dict]:
+    """Hardware profiles `proofbench run` left beside these results files, by machine name."""
     profiles = {}
-    for path in results_dir.glob(f"*/{PROFILE_FILE}"):
+    for path in {p.parent / PROFILE_FILE for p in paths}:
+        if not path.exists():
+            continue
         try:
             profiles[path.parent.name] = json.loads(path.read_text())
         except ValueError as exc:
@@ -170,7 +172,9 @@ def _diagnosed(point: Point, parsed: ResultsFile, diagnostics: dict) -> dict:
     # Records of this method, and class-level ones (setup skipped or failed), in file order.
     klass, method = point.benchmark.rsplit(".", 1)
     out: dict = {}
-    for record in diagnostics.get((parsed.commit, parsed.env, klass, point.params), []):
+    records = (diagnostics.get((parsed.commit, parsed.env, klass, point.params), [])
+               or diagnostics.get((parsed.commit, "", klass, point.params), []))  # env unknown to the writer
+    for record in records:
         if record.details.get("method") not in (None, method):
             continue
         if record.status in ("failed", "skipped"):

@@ -37,6 +37,7 @@ class OtherLoad:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        # May be called repeatedly: each call reports the load since __enter__.
         if self._start is None:
             return
         t0, busy0, own0 = self._start

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Iterator
 
 ENV_VAR = "PROOFBENCH_SIDECAR"
+# asv's existing environment does not tell benchmarks the commit; `proofbench run` does.
+COMMIT_VAR = "PROOFBENCH_COMMIT"
 FORMAT_VERSION = 1
 STATUSES = ("started", "ok", "skipped", "failed")
 
@@ -50,7 +52,7 @@ def write(benchmark: str, params: tuple[str, ...], status: str, reason: str = ""
         params=tuple(str(p) for p in params),
         status=status,
         reason=reason[:2000],
-        commit=os.environ.get("ASV_COMMIT", ""),
+        commit=os.environ.get("ASV_COMMIT") or os.environ.get(COMMIT_VAR, ""),
         env=os.environ.get("ASV_ENV_NAME", ""),
         details=details,
         at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

@@ -1,0 +1,26 @@
+"""`proofbench generate`: write benchmarks/*.py from the subject registry."""
+from __future__ import annotations
+
+import argparse
+
+from harness.commands.common import console
+
+
+def add_parser(sub) -> None:
+    parser = sub.add_parser("generate", help="write benchmarks/*.py from the subject registry")
+    parser.add_argument("--check", action="store_true", help="only report stale files (exit 2 if any)")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from harness import runner
+    from harness.errors import InputError
+    from harness.generate import generate
+    from harness.registry import load
+
+    stale = generate(load(), check=args.check)
+    for path in stale:
+        console.print(f"{'stale' if args.check else 'wrote'} {path.relative_to(runner.ROOT)}")
+    if args.check and stale:
+        raise InputError("benchmarks/ is stale: run `proofbench generate`")
+    return 0

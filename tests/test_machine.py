@@ -1,0 +1,301 @@
+"""Machine profiles, asv's machine file, fingerprints, and NVML profiles and telemetry.
+
+GPU values come from tests/fixtures/nvml_h100.json (a fixture, not a live reading) served
+by a fake `pynvml` module; nothing here needs a GPU.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pynvml
+import pytest
+from asv.graph import Graph
+from asv.machine import Machine, MachineCollection
+
+from harness.errors import DeclarationError, InputError
+from harness.machine import (
+    MachineProfile, capture, fingerprint, to_asv_machine_json, write_asv_machine_file,
+)
+from harness.nvml import GpuProfile, NvmlSampler, decode_reasons, gpu_profiles
+
+FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "nvml_h100.json").read_text())
+_CLOCKS = {pynvml.NVML_CLOCK_GRAPHICS: "NVML_CLOCK_GRAPHICS", pynvml.NVML_CLOCK_SM: "NVML_CLOCK_SM",
+           pynvml.NVML_CLOCK_MEM: "NVML_CLOCK_MEM"}
+_SENSORS = {pynvml.NVML_TEMPERATURE_GPU: "NVML_TEMPERATURE_GPU"}
+
+
+class FakeNvml:
+    """Stands in for the pynvml module: the fixture's values, pynvml's constants and errors.
+
+    `reading` picks the fixture's telemetry scenario and may change while a sampler runs.
+    """
+
+    NVMLError = pynvml.NVMLError
+    NVML_CLOCK_GRAPHICS = pynvml.NVML_CLOCK_GRAPHICS
+    NVML_CLOCK_SM = pynvml.NVML_CLOCK_SM
+    NVML_CLOCK_MEM = pynvml.NVML_CLOCK_MEM
+    NVML_TEMPERATURE_GPU = pynvml.NVML_TEMPERATURE_GPU
+
+    def __init__(self, reading: str = "load", init_error: int | None = None, count: int | None = None,
+                 unsupported: tuple[str, ...] = ()):
+        self.reading = reading
+        self.init_error = init_error
+        self.count = FIXTURE["system"]["nvmlDeviceGetCount"] if count is None else count
+        self.unsupported = unsupported
+        self.open_sessions = 0
+
+    def _device(self, handle: int, function: str):
+        if function in self.unsupported:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        device = FIXTURE["devices"][handle]
+        return device[function] if function in device else device["readings"][self.reading][function]
+
+    def nvmlInit(self):
+        if self.init_error is not None:
+            raise pynvml.NVMLError(self.init_error)
+        self.open_sessions += 1
+
+    def nvmlShutdown(self):
+        self.open_sessions -= 1
+
+    def nvmlDeviceGetCount(self):
+        return self.count
+
+    def nvmlSystemGetDriverVersion(self):
+        return FIXTURE["system"]["nvmlSystemGetDriverVersion"]
+
+    def nvmlSystemGetCudaDriverVersion(self):
+        return FIXTURE["system"]["nvmlSystemGetCudaDriverVersion"]
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        return index
+
+    def nvmlDeviceGetName(self, handle):
+        return self._device(handle, "nvmlDeviceGetName")
+
+    def nvmlDeviceGetUUID(self, handle):
+        return self._device(handle, "nvmlDeviceGetUUID")
+
+    def nvmlDeviceGetMemoryInfo(self, handle):
+        return SimpleNamespace(**self._device(handle, "nvmlDeviceGetMemoryInfo"))
+
+    def nvmlDeviceGetCudaComputeCapability(self, handle):
+        return tuple(self._device(handle, "nvmlDeviceGetCudaComputeCapability"))
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle):
+        return self._device(handle, "nvmlDeviceGetEnforcedPowerLimit")
+
+    def nvmlDeviceGetMaxClockInfo(self, handle, clock):
+        return self._device(handle, "nvmlDeviceGetMaxClockInfo")[_CLOCKS[clock]]
+
+    def nvmlDeviceGetClockInfo(self, handle, clock):
+        return self._device(handle, "nvmlDeviceGetClockInfo")[_CLOCKS[clock]]
+
+    def nvmlDeviceGetTemperature(self, handle, sensor):
+        return self._device(handle, "nvmlDeviceGetTemperature")[_SENSORS[sensor]]
+
+    def nvmlDeviceGetUtilizationRates(self, handle):
+        return SimpleNamespace(**self._device(handle, "nvmlDeviceGetUtilizationRates"))
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle):
+        return self._device(handle, "nvmlDeviceGetCurrentClocksEventReasons")
+
+    def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle):
+        return self._device(handle, "nvmlDeviceGetCurrentClocksEventReasons")
+
+
+H100 = GpuProfile(
+    index=0, name="NVIDIA H100 80GB HBM3", memory_total_bytes=85520809984, driver_version="550.90.07",
+    cuda_driver_version="12.4", compute_capability=(9, 0), power_limit_mw=700000,
+    max_sm_clock_mhz=1980, max_memory_clock_mhz=2619, uuid="GPU-5d1f0c3e-7a2b-4c6d-9e8f-0a1b2c3d4e5f",
+)
+
+
+# --- capture() on this machine -------------------------------------------------------
+
+def test_capture_reads_this_machine():
+    import torch
+
+    profile = capture()
+    assert profile.name == profile.hostname == platform.uname().node
+    assert profile.cpu_model and profile.arch == platform.machine()
+    assert profile.logical_cores >= 1 and profile.ram_total_bytes > 0
+    assert profile.python_version == platform.python_version()
+    assert (profile.torch_version, profile.cuda_version) == (torch.__version__, torch.version.cuda)
+    assert profile.torch_threads == torch.get_num_threads()
+    if profile.gpus:  # a GPU machine: NVML answered, so there is nothing to explain
+        assert profile.gpu_note is None
+    else:
+        assert profile.gpu_note.startswith(("NVML not available: ", "no GPU: "))
+
+
+def test_capture_without_the_nvml_library_says_so_plainly():
+    profile = capture("ci-runner", nvml=FakeNvml(init_error=pynvml.NVML_ERROR_LIBRARY_NOT_FOUND))
+    assert profile.name == "ci-runner" and profile.gpus == ()
+    assert profile.gpu_note == "NVML not available: NVML Shared Library Not Found"
+
+
+def test_no_devices_and_no_package_are_reasons_not_crashes(monkeypatch):
+    assert gpu_profiles(FakeNvml(count=0)) == ((), "no GPU: NVML is installed but reports 0 devices")
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # makes `import pynvml` raise ImportError
+    gpus, reason = gpu_profiles()
+    assert gpus == () and reason.startswith("NVML not available: nvidia-ml-py is not installed")
+
+
+def test_capture_without_torch_leaves_the_torch_stack_empty(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # find_spec answers None, as with no torch
+    profile = capture(nvml=FakeNvml(count=0))
+    assert (profile.torch_version, profile.cuda_version, profile.cudnn_version, profile.torch_threads) == (
+        None, None, None, None)
+
+
+# --- GPU profiles from the H100 fixture ------------------------------------------------
+
+def test_h100_fixture_builds_the_gpu_profile():
+    nvml = FakeNvml()
+    assert gpu_profiles(nvml) == ((H100,), None)
+    assert nvml.open_sessions == 0  # nvmlShutdown matched nvmlInit
+
+
+def test_unsupported_readings_are_none():
+    (gpu,), _ = gpu_profiles(FakeNvml(unsupported=("nvmlDeviceGetEnforcedPowerLimit", "nvmlDeviceGetUUID")))
+    assert gpu.power_limit_mw is None and gpu.uuid is None and gpu.name == H100.name
+
+
+def test_capture_carries_the_gpus():
+    profile = capture(nvml=FakeNvml())
+    assert profile.gpus == (H100,) and profile.gpu_note is None
+
+
+# --- asv's machine file ---------------------------------------------------------------
+
+def test_asv_machine_json_is_accepted_by_asvs_loader(tmp_path):
+    profile = capture("bench-host", nvml=FakeNvml())
+    path = tmp_path / "asv-machine.json"
+    path.write_text(json.dumps(to_asv_machine_json(profile)))
+    machine = Machine.load(machine_name="bench-host", _path=str(path))
+    assert (machine.machine, machine.arch, machine.cpu) == ("bench-host", profile.arch, profile.cpu_model)
+    assert (machine.num_cpu, machine.ram) == (str(profile.logical_cores), str(profile.ram_total_bytes))
+    assert machine.gpu == "NVIDIA H100 80GB HBM3"
+    assert machine.proofbench_fingerprint == fingerprint(profile)
+    # asv saved it back on load and reads it again; publish turns every key into a graph parameter
+    assert MachineCollection.load("bench-host", _path=str(path))["gpu"] == machine.gpu
+    assert "gpu-NVIDIA H100 80GB HBM3" in Graph("bench.time_x", dict(machine.__dict__)).path
+
+
+def test_write_asv_machine_file_keeps_other_machines(tmp_path):
+    path = tmp_path / "asv-machine.json"
+    path.write_text(json.dumps({"version": 1, "other": {"machine": "other", "os": "Linux 6", "arch": "x86_64",
+                                                        "cpu": "x", "num_cpu": "4", "ram": "1"}}))
+    write_asv_machine_file(capture("mine", nvml=FakeNvml(count=0)), path)
+    data = json.loads(path.read_text())
+    assert set(data) == {"version", "other", "mine"} and data["mine"]["gpu"] == "none"
+    path.write_text(json.dumps({"version": 2}))
+    with pytest.raises(InputError, match="'version' is 2; expected 1"):
+        write_asv_machine_file(capture("mine", nvml=FakeNvml(count=0)), path)
+
+
+# --- fingerprint and persistence -------------------------------------------------------
+
+def test_fingerprint_is_stable_and_ignores_volatile_readings():
+    first, second = capture(nvml=FakeNvml()), capture(nvml=FakeNvml(reading="idle"))
+    assert fingerprint(first) == fingerprint(second)
+    moved = dataclasses.replace(first, name="renamed", hostname="renamed", cpu_freq_current_mhz=1234.5,
+                                cpu_governor="powersave", torch_threads=1)
+    assert fingerprint(moved) == fingerprint(first)
+
+
+@pytest.mark.parametrize("change", [
+    {"cpu_model": "Intel(R) Xeon(R) Platinum 8480+"},
+    {"gpus": (dataclasses.replace(H100, name="NVIDIA A100-SXM4-80GB", compute_capability=(8, 0)),)},
+    {"gpus": (dataclasses.replace(H100, driver_version="555.42.06"),)},
+    {"gpus": ()},
+    {"torch_version": "2.12.0"},
+    {"ram_total_bytes": 2 * 85520809984},
+])
+def test_fingerprint_changes_with_the_hardware_or_stack(change):
+    profile = capture(nvml=FakeNvml())
+    assert fingerprint(dataclasses.replace(profile, **change)) != fingerprint(profile)
+
+
+def test_to_dict_round_trips_through_json():
+    profile = capture(nvml=FakeNvml())
+    restored = MachineProfile.from_dict(json.loads(json.dumps(profile.to_dict())))
+    assert restored == profile and fingerprint(restored) == fingerprint(profile)
+
+
+def test_from_dict_refuses_other_formats_and_fields():
+    data = capture(nvml=FakeNvml(count=0)).to_dict()
+    with pytest.raises(InputError, match="'format' is 7; expected 1"):
+        MachineProfile.from_dict({**data, "format": 7})
+    with pytest.raises(InputError, match="gpu_count"):
+        MachineProfile.from_dict({**data, "gpu_count": 0})
+    with pytest.raises(DeclarationError, match="name"):
+        MachineProfile.from_dict({**data, "name": "a/b"})
+
+
+# --- telemetry ----------------------------------------------------------------------
+
+def test_decode_reasons_names_each_bit():
+    assert decode_reasons(0x24) == ("sw_power_cap", "sw_thermal_slowdown")
+    assert decode_reasons(0x1 | 0x10000) == ("gpu_idle", "unknown_0x10000")
+    assert decode_reasons(0) == ()
+
+
+def _sampled(nvml: FakeNvml, seconds: float = 0.03):
+    with NvmlSampler(interval=0.005, nvml=nvml) as sampler:
+        time.sleep(seconds)
+    return sampler.telemetry()
+
+
+def test_sampler_flags_a_thermal_slowdown_as_throttled():
+    summary = _sampled(FakeNvml(reading="thermal_slowdown")).to_dict()
+    assert summary["throttled"] and summary["thermal_throttled"]
+    assert summary["throttle_reasons"] == ["sw_thermal_slowdown"]
+    assert summary["max_temperature_c"] == 87 and summary["min_sm_clock_mhz"] == 1410
+    assert summary["samples"] >= 2 and summary["mean_utilization_pct"] == 100
+
+
+def test_sampler_at_full_clock_is_not_throttled():
+    nvml = FakeNvml(reading="load")
+    summary = _sampled(nvml).to_dict()
+    assert not summary["throttled"] and summary["reasons_seen"] == []
+    assert summary["min_sm_clock_mhz"] == summary["mean_sm_clock_mhz"] == 1980
+    assert nvml.open_sessions == 0
+
+
+def test_idle_samples_neither_throttle_nor_lower_the_clock():
+    nvml = FakeNvml(reading="idle")
+    with NvmlSampler(interval=0.005, nvml=nvml) as sampler:
+        nvml.reading = "load"  # the entry sample saw an idle GPU; the exit sample sees it busy
+    summary = sampler.telemetry().to_dict(include_samples=True)
+    assert summary["reasons_seen"] == ["gpu_idle"] and not summary["throttled"]
+    assert summary["min_sm_clock_mhz"] == 1980 and summary["raw"][0]["sm_clock_mhz"] == 345
+
+
+def test_sampler_falls_back_to_throttle_reasons_on_old_drivers():
+    class OldDriver(FakeNvml):
+        def nvmlDeviceGetCurrentClocksEventReasons(self, handle):
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
+
+    assert _sampled(OldDriver(reading="thermal_slowdown")).thermal_throttled
+
+
+def test_sampler_without_nvml_runs_the_block_and_says_why():
+    ran = []
+    with NvmlSampler(nvml=FakeNvml(init_error=pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)) as sampler:
+        ran.append(True)
+    telemetry = sampler.telemetry()
+    assert ran and telemetry.samples == () and not telemetry.throttled
+    assert telemetry.note == "NVML not available: NVML Shared Library Not Found"
+
+
+def test_sampler_refuses_a_non_positive_interval():
+    with pytest.raises(DeclarationError, match="interval must be a positive number"):
+        NvmlSampler(interval=0)

@@ -1,0 +1,115 @@
+"""The walking skeleton end to end: asv results -> SQLite -> HTML, with real asv output."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from db.models import Benchmark, Commit, Machine, Result
+from db.session import connect
+from harness.claim import load_claims
+from harness.generate import benchmark_index
+from harness.ingest import Sources, ingest, load_diagnostics, machine_profiles, sync_claims
+from harness.registry import load
+from reports.render import render
+
+pytestmark = pytest.mark.slow
+
+
+def _sources(layout, paths):
+    return Sources(index=benchmark_index(load()), diagnostics=load_diagnostics(layout.sidecar),
+                   machine_profiles=machine_profiles(paths))
+
+
+def _count(engine, model=Result):
+    with Session(engine) as session:
+        return session.scalar(select(func.count()).select_from(model))
+
+
+def test_real_asv_results_land_in_sqlite_with_samples(smoke_run, sqlite_url):
+    layout, outcome = smoke_run
+    engine = connect(sqlite_url)
+    report = ingest(engine, list(outcome.results), _sources(layout, list(outcome.results)))
+    assert not report.refused and report.rows > 0
+    with Session(engine) as session:
+        timed = session.scalars(select(Result).join(Benchmark).where(Benchmark.metric == "time")).all()
+        assert {r.params["variant"] for r in timed} == {"baseline", "optimized"}
+        assert all(r.status == "ok" and len(r.samples) >= 3 for r in timed)
+        assert all(r.threads == 1 and r.profile == "smoke" for r in timed)
+        machine = session.scalars(select(Machine)).one()
+        assert machine.fingerprint == machine.profile["fingerprint"]
+        assert session.scalars(select(Commit)).one().hash == outcome.commit
+
+
+def test_ingesting_twice_adds_nothing(smoke_run, sqlite_url):
+    layout, outcome = smoke_run
+    engine = connect(sqlite_url)
+    paths = list(outcome.results)
+    ingest(engine, paths, _sources(layout, paths))
+    before = _count(engine)
+    again = ingest(engine, paths, _sources(layout, paths))
+    assert again.unchanged == [str(p) for p in paths] and again.rows == 0
+    assert _count(engine) == before
+
+
+def test_truncated_file_is_refused_and_nothing_from_it_is_stored(smoke_run, sqlite_url, tmp_path):
+    layout, outcome = smoke_run
+    broken_dir = tmp_path / "results" / outcome.machine
+    broken_dir.mkdir(parents=True)
+    broken = broken_dir / outcome.results[0].name
+    text = outcome.results[0].read_text()
+    broken.write_text(text[: len(text) // 2])
+    engine = connect(sqlite_url)
+    report = ingest(engine, [broken], _sources(layout, [broken]))
+    assert len(report.refused) == 1
+    assert str(broken) in report.refused[0] and "not valid JSON" in report.refused[0]
+    assert _count(engine) == 0 and _count(engine, Benchmark) == 0
+
+
+def test_unknown_benchmark_refuses_the_file_whole(smoke_run, sqlite_url, tmp_path):
+    layout, outcome = smoke_run
+    data = json.loads(outcome.results[0].read_text())
+    name = next(iter(data["results"]))
+    data["results"]["loading.NoSuchThing.time_call"] = data["results"][name]
+    path = tmp_path / outcome.results[0].name
+    path.write_text(json.dumps(data))
+    engine = connect(sqlite_url)
+    report = ingest(engine, [path], _sources(layout, [path]))
+    assert "unknown benchmark 'loading.NoSuchThing.time_call'" in report.refused[0]
+    assert _count(engine) == 0
+
+
+def test_report_shows_each_subject_its_speedup_and_claim(smoke_run, sqlite_url, tmp_path):
+    layout, outcome = smoke_run
+    engine = connect(sqlite_url)
+    sync_claims(engine, load_claims())
+    ingest(engine, list(outcome.results), _sources(layout, list(outcome.results)))
+    html = render(engine, tmp_path / "site").read_text()
+    assert "loading.lmdb_read" in html and "loading.fasta_to_lmdb" in html
+    assert "x</strong>" in html  # a speedup factor is shown
+    claim = next(c for c in load_claims() if c.subject == "loading.lmdb_read")
+    assert claim.source in html
+
+
+def test_report_escapes_hostile_names(sqlite_url, tmp_path):
+    engine = connect(sqlite_url)
+    hostile = '<script>alert("x")</script>'
+    with Session(engine) as session, session.begin():
+        machine = Machine(name=hostile, fingerprint="f", profile={"cpu": hostile})
+        commit = Commit(hash="a" * 40, subject=hostile)
+        from db.models import Environment
+
+        env = Environment(name="e")
+        bench = Benchmark(name=f"loading.X.time_call", version="1", subject=hostile, area="loading", metric="time",
+                          unit="seconds", higher_is_better=False, details={"description": hostile})
+        session.add_all([machine, commit, env, bench])
+        session.flush()
+        session.add(Result(benchmark_id=bench.id, machine_id=machine.id, commit_id=commit.id,
+                           environment_id=env.id, params={"variant": "baseline", "size": "tiny"},
+                           params_key="[]", status="ok", value=1.0, samples=[1.0, 1.1, 0.9]))
+    html = render(engine, tmp_path / "site").read_text()
+    assert hostile not in html
+    assert "&lt;script&gt;" in html
