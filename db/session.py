@@ -12,7 +12,7 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, inspect
+from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 
@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent
 DEFAULT_URL = f"sqlite:///{ROOT / 'proofbench.sqlite'}"
 ENV_VAR = "PROOFBENCH_DB"
 BUSY_TIMEOUT_MS = 30_000
+MIGRATION_LOCK = 0x70726F6F66  # PostgreSQL advisory lock key ("proof") held while migrating
 
 
 def database_url(url: str | None = None) -> str:
@@ -63,7 +64,10 @@ def engine_for(url: str | None = None) -> Engine:
     kwargs = {}
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise DatabaseError(f"cannot create the directory of {masked(url)}: {exc.strerror}") from None
         kwargs["connect_args"] = {"timeout": BUSY_TIMEOUT_MS / 1000}
     try:
         engine = create_engine(url, **kwargs)
@@ -93,6 +97,10 @@ def alembic_config(engine: Engine) -> Config:
 def upgrade(engine: Engine) -> None:
     """Bring the schema to the newest migration (creating it on an empty database)."""
     with engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            # Fleet members may start on a fresh database at once: one migrates, the others wait
+            # here until it commits and then find nothing to do (SQLite's BEGIN IMMEDIATE does this).
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
         config = alembic_config(engine)
         config.attributes["connection"] = connection
         command.upgrade(config, "head")

@@ -6,16 +6,27 @@ prepares the workload in `setup`, and exposes the measurements as asv benchmarks
 `time_call` (timed by asv with the synchronising clock), `track_items`,
 `track_quality` (distance from the baseline's output), `track_peak_memory` and one
 `track_<measure>` per declared measure.
+
+$PROOFBENCH_MEMORY_LIMIT (bytes, or with a K, M or G suffix) bounds how much address space
+each benchmark process may add to what it holds when its first setup starts: a runaway
+allocation then fails as MemoryError inside that process instead of pressing on the machine.
+A failure is recorded as the exception's type and message; one that ran out of memory says so
+first ("out of memory (...): MemoryError: ...").
 """
 from __future__ import annotations
 
 import math
+import os
+import re
+import resource
 from pathlib import Path
 from typing import Any, Callable
 
+import psutil
+
 from harness import capability, sidecar
 from harness.declare import Context, Subject, Variant, Workload
-from harness.errors import Skip
+from harness.errors import InputError, Skip
 from harness.memory import PeakMemory
 from harness.noise import OtherLoad
 from harness.profile import Profile, get_profile
@@ -23,6 +34,11 @@ from harness.registry import load
 from harness.timer import sync_clock
 
 PARAM_NAMES = ["variant", "size"]
+MEMORY_LIMIT_VAR = "PROOFBENCH_MEMORY_LIMIT"
+SETUP_CACHE_TIMEOUT = 120.0  # seconds, at least, for asv's setup_cache process
+_SIZE = re.compile(r"^\s*(\d+)\s*([KMG]?)i?B?\s*$", re.IGNORECASE)
+_OUT_OF_MEMORY = re.compile(r"out of memory|can't allocate memory|cannot allocate memory", re.IGNORECASE)
+_MEMORY_LIMITED: list[int] = []  # the limit this process runs under, once set
 # asv re-runs setup before every timed sample (asv#966); the prepared workload is kept per
 # process so a sample costs one setup check, not a model build. Variants are repeatable by
 # contract (see harness.declare.Variant), so reusing the inputs observes the same state.
@@ -35,6 +51,39 @@ def _set_threads(n: int) -> None:
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(n)
+
+
+def memory_limit(text: str | None) -> int | None:
+    """Bytes of $PROOFBENCH_MEMORY_LIMIT's value ("268435456", "256M", "2G"); None when unset."""
+    if not text:
+        return None
+    match = _SIZE.match(text)
+    if match is None or int(match.group(1)) == 0:
+        raise InputError(f"{MEMORY_LIMIT_VAR}={text!r}: expected a positive number of bytes, e.g. 512M or 2G")
+    return int(match.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[match.group(2).upper()]
+
+
+def _limit_memory() -> None:
+    # Once per process: allow the address space held now plus the limit (imports such as
+    # torch already reserve gigabytes of address space they never touch).
+    limit = memory_limit(os.environ.get(MEMORY_LIMIT_VAR))
+    if limit is None or _MEMORY_LIMITED:
+        return
+    held = psutil.Process().memory_info().vms
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    wanted = held + limit if hard == resource.RLIM_INFINITY else min(held + limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (wanted, hard))
+    _MEMORY_LIMITED.append(limit)
+
+
+def failure_reason(exc: BaseException) -> str:
+    """How a failed benchmark's reason reads: the exception's type and message, and "out of
+    memory" first when that is what it was."""
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if isinstance(exc, MemoryError) or _OUT_OF_MEMORY.search(str(exc)):
+        bound = f" (limit {os.environ.get(MEMORY_LIMIT_VAR)})" if _MEMORY_LIMITED else ""
+        return f"out of memory{bound}: {text}"
+    return text
 
 
 def asv_name(cls: type) -> str:
@@ -57,6 +106,11 @@ class SubjectBenchmark:
         profile = get_profile()
         cls.params = [[v.name for v in subject.variants], [s for s in profile.sizes]]
         cls.timeout = subject.timeout
+        setup_cache = cls.__dict__.get("setup_cache")
+        if setup_cache is not None:
+            # asv builds the cache in a fresh process that imports the whole suite first; a
+            # subject's short timeout must not cut that short.
+            setup_cache.timeout = max(subject.timeout, SETUP_CACHE_TIMEOUT)
         cls.rounds = profile.rounds
         cls.repeat = profile.repeat
         cls.warmup_time = profile.warmup_time
@@ -83,6 +137,7 @@ class SubjectBenchmark:
             self._note("skipped", reason)
             raise Skip(reason)
         _set_threads(self._profile.torch_threads)
+        _limit_memory()
         key = (self.subject_key, size, self._profile.device)
         if key not in _WORKLOADS:
             _WORKLOADS[key] = (self._prepare(size, Path(cache_dir)), OtherLoad().__enter__())
@@ -97,7 +152,7 @@ class SubjectBenchmark:
             self._note("skipped", str(exc))
             raise
         except Exception as exc:
-            self._note("failed", f"setup: {type(exc).__name__}: {exc}")
+            self._note("failed", f"setup: {failure_reason(exc)}")
             raise
 
     def teardown(self, cache_dir: str, variant: str, size: str) -> None:
@@ -117,7 +172,7 @@ class SubjectBenchmark:
         try:
             return self._variant.run(self._workload.inputs)
         except Exception as exc:
-            self._note("failed", f"{type(exc).__name__}: {exc}", method="time_call")
+            self._note("failed", failure_reason(exc), method="time_call")
             raise
 
     def items(self) -> float:
@@ -165,7 +220,7 @@ class SubjectBenchmark:
         try:
             return fn()
         except Exception as exc:
-            self._note("failed", f"{type(exc).__name__}: {exc}", method=method)
+            self._note("failed", failure_reason(exc), method=method)
             raise
 
     def _note(self, status: str, reason: str = "", method: str | None = None, **details: object) -> None:

@@ -5,10 +5,14 @@ The modules are generated, checked in, and checked for staleness (`proofbench ge
 they are. A benchmark's asv `version` is a hash of its workload declaration (the subject's
 `workload_version` and its sizes' settings): it changes when the work changes, not when a
 variant's implementation does, so history across commits stays comparable.
+
+With $PROOFBENCH_WORKDIR set, the modules are written to `$PROOFBENCH_WORKDIR/benchmarks`
+instead (see `harness.runner`): how tests run extra subjects without touching benchmarks/.
 """
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +20,8 @@ from harness.declare import AREAS, PEAK_MEMORY, TIME, Metric, Subject
 from harness.registry import Registry
 
 BENCHMARKS_DIR = Path(__file__).resolve().parent.parent / "benchmarks"
+WORKDIR_VAR = "PROOFBENCH_WORKDIR"
+_PACKAGE = '"""asv benchmark modules, generated from the subject registry by `proofbench generate`."""\n'
 
 _MODULE = '''"""asv benchmarks for the {area} subjects.
 
@@ -99,8 +105,21 @@ def render_area(registry: Registry, area: str) -> str | None:
     return _MODULE.format(area=area, classes="".join(render_class(s) for s in subjects))
 
 
-def generate(registry: Registry, directory: Path = BENCHMARKS_DIR, check: bool = False) -> list[Path]:
-    """Write (or with `check`, only compare) every area's module; returns the stale paths."""
+def benchmarks_dir() -> Path:
+    """Where the generated modules live: `$PROOFBENCH_WORKDIR/benchmarks`, else benchmarks/."""
+    workdir = os.environ.get(WORKDIR_VAR)
+    return Path(workdir).resolve() / "benchmarks" if workdir else BENCHMARKS_DIR
+
+
+def generate(registry: Registry, directory: Path | None = None, check: bool = False) -> list[Path]:
+    """Write (or with `check`, only compare) every area's module; returns the stale paths.
+
+    `directory` defaults to `benchmarks_dir()`; a new directory gets the package's __init__.py.
+    """
+    directory = directory or benchmarks_dir()
+    if not check and not (directory / "__init__.py").exists():
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "__init__.py").write_text(_PACKAGE)
     stale = []
     for area in AREAS:
         text = render_area(registry, area)

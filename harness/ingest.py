@@ -14,12 +14,12 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from db.models import Benchmark, ClaimRow, Commit, Environment, IngestedFile, Machine, Result
-from harness import results_file, sidecar
+from harness import asv_log, results_file, sidecar
 from harness.claim import Claim
 from harness.errors import InputError
 from harness.generate import BenchmarkInfo
@@ -169,24 +169,39 @@ def _benchmark_values(info: BenchmarkInfo) -> dict:
 
 
 def _diagnosed(point: Point, parsed: ResultsFile, diagnostics: dict) -> dict:
-    # Records of this method, and class-level ones (setup skipped or failed), in file order.
+    # Records of this method, and class-level ones (setup skipped or failed), in file order;
+    # the writer may not have known the environment's name (asv's existing environment).
     klass, method = point.benchmark.rsplit(".", 1)
     out: dict = {}
-    records = (diagnostics.get((parsed.commit, parsed.env, klass, point.params), [])
-               or diagnostics.get((parsed.commit, "", klass, point.params), []))  # env unknown to the writer
+    envs = dict.fromkeys((parsed.env, ""))
+    records = [r for params in (point.params, ()) for env in envs
+               for r in diagnostics.get((parsed.commit, env, klass, params), [])
+               if r.details.get("method") in (None, method)]
     for record in records:
-        if record.details.get("method") not in (None, method):
+        if record.details.get("source") == asv_log.LOG_SOURCE:
             continue
-        if record.status in ("failed", "skipped"):
-            out["reason"] = record.reason
         if "equivalent" in record.details:
             out["equivalent"] = bool(record.details["equivalent"])
         if record.status == "ok" and "threads" in record.details:
             out.update(other_load_cores=record.details.get("other_load_cores"), busy=record.details.get("busy"),
                        threads=record.details.get("threads"), profile=record.details.get("profile"))
-    if point.status == "failed" and not out.get("reason"):
+    reason = _reason(records, point.status == "failed")
+    if reason:
+        out["reason"] = reason
+    elif point.status == "failed":
         out["reason"] = "failed; no reason was recorded (crashed, killed or timed out)"
     return out
+
+
+def _reason(records: list[sidecar.Record], failed: bool) -> str:
+    # The benchmark process's own word first (the last one), then what asv printed about this
+    # parameter set, then what it printed about the whole benchmark; asv's only for a failure.
+    ranked: dict[int, str] = {}
+    for record in records:
+        from_log = record.details.get("source") == asv_log.LOG_SOURCE
+        if record.status in ("failed", "skipped") and record.reason and (failed or not from_log):
+            ranked[int(from_log) + int(not record.params)] = record.reason
+    return ranked[min(ranked)] if ranked else ""
 
 
 def _commit_metadata(repo: Path | None, commit: str) -> dict:
@@ -223,13 +238,19 @@ def _insert_or_get(session: Session, model: type, unique: dict, values: dict) ->
 
 
 def sync_claims(engine: Engine, claims: tuple[Claim, ...]) -> None:
-    """Make the claims table match the claims file (one transaction)."""
+    """Make the claims table match the claims file (one transaction).
+
+    Written as upserts (INSERT .. ON CONFLICT DO UPDATE) so that several processes syncing at
+    once, as a fleet ingesting together does, neither fail on each other's rows nor add twice.
+    """
+    keys = ("subject", "variant", "source", "quote", "kind", "metric", "low", "high", "device", "note")
     with Session(engine) as session, session.begin():
-        existing = {row.id: row for row in session.scalars(select(ClaimRow))}
+        insert = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}.get(session.get_bind().dialect.name)
         for claim in claims:
-            row = existing.pop(claim.id, None) or ClaimRow(id=claim.id)
-            for key in ("subject", "variant", "source", "quote", "kind", "metric", "low", "high", "device", "note"):
-                setattr(row, key, getattr(claim, key))
-            session.add(row)
-        for stale in existing.values():
-            session.delete(stale)
+            values = {key: getattr(claim, key) for key in keys}
+            if insert is None:
+                session.merge(ClaimRow(id=claim.id, **values))
+            else:
+                session.execute(insert(ClaimRow).values(id=claim.id, **values)
+                                .on_conflict_do_update(index_elements=[ClaimRow.id], set_=values))
+        session.execute(delete(ClaimRow).where(ClaimRow.id.not_in([claim.id for claim in claims])))

@@ -71,6 +71,23 @@ def _number(path: Path, where: str, value: Any) -> float | None:
     return float(value)
 
 
+def _finite(path: Path, where: str, value: Any) -> float | None:
+    # Where NaN means nothing (a raw sample, a duration), it is refused rather than stored.
+    number = _number(path, where, value)
+    if number is not None and not math.isfinite(number):
+        raise InputError(f"{path}: {where}: {number} is not a valid measurement (expected a finite number)")
+    return number
+
+
+def _count(path: Path, where: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            or value != int(value) or value < 1):
+        raise InputError(f"{path}: {where}: expected a positive whole number or null, got {value!r}")
+    return int(value)
+
+
 def _timestamp(ms: Any) -> dt.datetime | None:
     if not isinstance(ms, (int, float)):
         return None
@@ -109,8 +126,12 @@ def read(path: Path) -> ResultsFile:
     columns = data["result_columns"]
     if not isinstance(columns, list) or "result" not in columns or "params" not in columns:
         raise InputError(f"{path}: 'result_columns' must list at least 'result' and 'params'")
+    if not isinstance(data["results"], dict):
+        raise InputError(f"{path}: 'results' must map benchmark names to rows")
     points = []
     for name, row in data["results"].items():
+        if not isinstance(row, list):
+            raise InputError(f"{path}: benchmark {name!r}: expected a row (a list), got {type(row).__name__}")
         points.extend(_points(path, name, dict(zip(columns, row))))
     params = data["params"] if isinstance(data["params"], dict) else {}
     return ResultsFile(path=path, machine=str(params.get("machine", path.parent.name)),
@@ -122,27 +143,36 @@ def read(path: Path) -> ResultsFile:
 def _points(path: Path, name: str, row: dict) -> list[Point]:
     where = f"benchmark {name!r}"
     param_lists = row.get("params") or []
+    if not isinstance(param_lists, list) or not all(isinstance(p, list) for p in param_lists):
+        raise InputError(f"{path}: {where}: 'params' must be a list of lists of values")
     combos = list(itertools.product(*param_lists)) if param_lists else [()]
     values = row.get("result")
+    if values is None:
+        values = [None] * len(combos)  # asv writes one null when every combination failed
     if not isinstance(values, list) or len(values) != len(combos):
         raise InputError(f"{path}: {where}: 'result' must list one value per parameter combination "
                          f"({len(combos)} expected)")
     samples = row.get("samples") or [None] * len(combos)
     numbers = (row.get("stats_number") or [None] * len(combos))
-    if len(samples) != len(combos):
-        raise InputError(f"{path}: {where}: 'samples' has {len(samples)} entries, expected {len(combos)}")
+    for column, listed in (("samples", samples), ("stats_number", numbers)):
+        if not isinstance(listed, list) or len(listed) != len(combos):
+            raise InputError(f"{path}: {where}: '{column}' must list one entry per parameter combination "
+                             f"({len(combos)} expected)")
+    duration = _finite(path, f"{where} duration", row.get("duration"))
     out = []
     for i, combo in enumerate(combos):
         value = _number(path, f"{where} result #{i + 1}", values[i])
         sample = samples[i]
         if sample is not None:
-            sample = tuple(_number(path, f"{where} sample", s) for s in sample)
-            if any(s is None or math.isnan(s) for s in sample):
-                raise InputError(f"{path}: {where}: a raw sample is null or NaN")
+            if not isinstance(sample, list):
+                raise InputError(f"{path}: {where}: samples #{i + 1}: expected a list of numbers")
+            sample = tuple(_finite(path, f"{where} raw sample", s) for s in sample)
+            if any(s is None for s in sample):
+                raise InputError(f"{path}: {where}: a raw sample is null")
         out.append(Point(benchmark=name, params=tuple(_param_value(p) for p in combo), value=value,
-                         samples=sample, number=numbers[i] if i < len(numbers) else None,
+                         samples=sample, number=_count(path, f"{where} stats_number #{i + 1}", numbers[i]),
                          version=str(row.get("version") or ""), started_at=_timestamp(row.get("started_at")),
-                         duration=_number(path, f"{where} duration", row.get("duration"))))
+                         duration=duration))
     return out
 
 

@@ -5,6 +5,9 @@ Each benchmark process appends JSON lines to the file named by $PROOFBENCH_SIDEC
 (append of one short line is atomic on POSIX, so concurrent writers do not interleave).
 `harness.ingest` joins them to asv's numbers by commit, environment, benchmark and
 parameters. Without the variable set (a bare `asv run`) nothing is written.
+
+A benchmark process that hangs or is killed writes nothing; `harness.asv_log` reads what
+asv printed about it and makes records of the same kind.
 """
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 ENV_VAR = "PROOFBENCH_SIDECAR"
 # asv's existing environment does not tell benchmarks the commit; `proofbench run` does.
@@ -57,10 +60,15 @@ def write(benchmark: str, params: tuple[str, ...], status: str, reason: str = ""
         details=details,
         at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     )
-    line = json.dumps(asdict(record), default=str) + "\n"
+    append(Path(path), [record])
+
+
+def append(path: Path, records: Iterable[Record]) -> None:
+    """Append records to a sidecar file, one short write per line."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
-        os.write(fd, line.encode())
+        for record in records:
+            os.write(fd, (json.dumps(asdict(record), default=str) + "\n").encode())
     finally:
         os.close(fd)
 

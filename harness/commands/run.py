@@ -29,7 +29,7 @@ def handle(args: argparse.Namespace) -> int:
 
     profile = get_profile(args.profile)
     for path in generate(load()):
-        console.print(f"[yellow]regenerated {path.relative_to(runner.ROOT)} (commit it for runs across commits)")
+        console.print(f"[yellow]regenerated {path} (commit it for runs across commits)")
     db = engine(args)
     machine = capture()
     console.print(f"profile [bold]{profile.name}[/]: {profile.description} (device {profile.device}, "

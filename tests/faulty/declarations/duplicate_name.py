@@ -1,0 +1,13 @@
+"""Two subjects under one name."""
+from harness.declare import Subject, Variant
+from harness.registry import register
+from tests.faulty.declarations.common import SAME, SIZES, prepare
+
+
+def _subject() -> Subject:
+    return Subject(area="loading", name="twice", item="number", description="declared twice", prepare=prepare,
+                   variants=(Variant("baseline", abs), Variant("optimized", abs)), equivalence=SAME, sizes=SIZES)
+
+
+register(_subject())
+register(_subject())  # the error

@@ -1,0 +1,143 @@
+"""The declaration API refuses bad subjects, profiles and claims with one clear line each."""
+from __future__ import annotations
+
+import pytest
+
+from harness.claim import load_claims
+from harness.declare import Equivalence, Metric, Size, Subject, Variant, Workload
+from harness.errors import DeclarationError, InputError
+from harness.profile import get_profile, load_profiles
+from harness.registry import Registry, load
+
+SIZES = (Size.of("tiny", n=1), Size.of("small", n=2), Size.of("large", n=3))
+SAME = Equivalence(Metric("diff", "abs", False), 0.0, compare=lambda a, b: abs(a - b))
+
+
+def _subject(**changes):
+    fields = dict(area="loading", name="demo", item="record", description="demo",
+                  prepare=lambda ctx: Workload(inputs=ctx.size["n"], items=1),
+                  variants=(Variant("baseline", lambda x: x), Variant("optimized", lambda x: x)),
+                  equivalence=SAME, sizes=SIZES)
+    fields.update(changes)
+    return Subject(**fields)
+
+
+def test_a_valid_subject_declares():
+    subject = _subject()
+    assert subject.key == "loading.demo"
+    assert subject.variant("optimized").name == "optimized"
+    assert subject.size("small")["n"] == 2
+
+
+def test_unknown_area_names_the_subject_and_allowed_areas():
+    with pytest.raises(DeclarationError, match=r"subject gpu\.demo: unknown area 'gpu'; expected one of loading"):
+        _subject(area="gpu")
+
+
+def test_missing_baseline_is_refused():
+    with pytest.raises(DeclarationError, match="no variant named 'baseline'"):
+        _subject(variants=(Variant("fast", lambda x: x), Variant("faster", lambda x: x)))
+
+
+def test_variant_without_the_subjects_signature_is_refused():
+    with pytest.raises(DeclarationError, match=r"loading\.demo: variant 'optimized' takes 2 positional"):
+        _subject(variants=(Variant("baseline", lambda x: x), Variant("optimized", lambda x, y: x)))
+
+
+def test_missing_size_is_refused():
+    with pytest.raises(DeclarationError, match="missing large"):
+        _subject(sizes=SIZES[:2])
+
+
+def test_unknown_requirement_is_refused():
+    with pytest.raises(DeclarationError, match="unknown requirement"):
+        Variant("fp16", lambda x: x, requires=("tpu",))
+
+
+def test_registry_refuses_duplicate_names():
+    registry = Registry()
+    registry.register(_subject())
+    with pytest.raises(DeclarationError, match=r"subject loading\.demo: registered twice"):
+        registry.register(_subject())
+
+
+def test_unknown_subject_and_area_lookups_say_what_exists():
+    registry = Registry()
+    registry.register(_subject())
+    with pytest.raises(DeclarationError, match="known: loading.demo"):
+        registry.get("loading.nothing")
+    with pytest.raises(DeclarationError, match="unknown area 'cooking'"):
+        registry.area("cooking")
+
+
+def test_equivalence_direction():
+    cosine = Equivalence(Metric("cosine", "cosine", True), 0.99, compare=lambda a, b: 1.0)
+    assert cosine.passes(0.995) and not cosine.passes(0.9) and not cosine.passes(float("nan"))
+    assert SAME.passes(0.0) and not SAME.passes(1e-9)
+
+
+def test_the_real_registry_loads_and_every_subject_has_a_benchmark():
+    from harness.generate import benchmark_index, generate
+
+    registry = load()
+    assert "loading.lmdb_read" in registry and "loading.fasta_to_lmdb" in registry
+    index = benchmark_index(registry)
+    assert {info.subject.key for info in index.values()} == {s.key for s in registry}
+    assert generate(registry, check=True) == [], "benchmarks/ is stale: run `proofbench generate`"
+
+
+def test_profiles_declare_threads_and_sizes():
+    quick = get_profile("quick")
+    assert quick.threads == 1 and quick.sizes == ("small",) and quick.device == "cpu"
+    assert get_profile("gpu").device == "cuda"
+
+
+def test_unknown_profile_lists_the_known_ones():
+    with pytest.raises(DeclarationError, match="unknown profile 'fast'; expected one of smoke, quick, full, gpu"):
+        get_profile("fast")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[quick\n", "not valid TOML"),
+    ("[quick]\ndescription='x'\n", "[quick] is missing key 'device'"),
+    ("[q]\ndescription='x'\ndevice='tpu'\nthreads=1\nsizes=['tiny']\nrounds=1\nrepeat=[1,2,1.0]\nwarmup_time=0\n",
+     "device must be one of cpu, cuda"),
+    ("[q]\ndescription='x'\ndevice='cpu'\nthreads='one'\nsizes=['tiny']\nrounds=1\nrepeat=[1,2,1.0]\nwarmup_time=0\n",
+     "[q].threads has the wrong type"),
+])
+def test_malformed_profiles_name_file_and_key(tmp_path, text, message):
+    path = tmp_path / "profiles.toml"
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        load_profiles(path)
+    assert str(path) in str(err.value) and message in str(err.value)
+
+
+CLAIM = """[[claim]]
+id = "a"
+subject = "loading.lmdb_read"
+variant = "optimized"
+source = "000_745d506383ab88bc.txt"
+quote = "5x faster"
+kind = "speedup"
+metric = "time"
+low = 5.0
+"""
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[[claim]\n", "not valid TOML"),
+    ("title = 'x'\n", "expected an array of [[claim]] tables"),
+    (CLAIM.replace('kind = "speedup"', 'kind = "vibes"'), "claim #1 (a): kind 'vibes' must be one of"),
+    (CLAIM.replace('quote = "5x faster"\n', ""), "claim #1 (a): key 'quote' must be a non-empty string"),
+    (CLAIM.replace("low = 5.0", "low = 'five'"), "claim #1 (a): key 'low' must be a number"),
+    (CLAIM.replace("low = 5.0\n", ""), "a speedup claim needs 'low'"),
+    (CLAIM + CLAIM, "claim id 'a' appears twice"),
+    (CLAIM.replace("low = 5.0", "low = 5.0\ncolour = 'red'"), "unknown key(s) colour"),
+])
+def test_malformed_claims_name_file_and_key(tmp_path, text, message):
+    path = tmp_path / "claims.toml"
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        load_claims(path)
+    assert str(path) in str(err.value) and message in str(err.value)
