@@ -30,7 +30,7 @@ from harness.errors import InputError, Skip
 from harness.memory import PeakMemory
 from harness.noise import OtherLoad
 from harness.profile import Profile, get_profile
-from harness.registry import load
+from harness.registry import load, load_module
 from harness.timer import sync_clock
 
 PARAM_NAMES = ["variant", "size"]
@@ -42,7 +42,29 @@ _MEMORY_LIMITED: list[int] = []  # the limit this process runs under, once set
 # asv re-runs setup before every timed sample (asv#966); the prepared workload is kept per
 # process so a sample costs one setup check, not a model build. Variants are repeatable by
 # contract (see harness.declare.Variant), so reusing the inputs observes the same state.
-_WORKLOADS: dict[tuple[str, str, str], tuple[Workload, OtherLoad]] = {}
+_WORKLOADS: dict[tuple[str, str, str, str], tuple[Workload, OtherLoad]] = {}
+# The benchmark instance whose class-level setup ran last in this process. asv runs the
+# class's setup and then the benchmark's own (`time_call.setup`, see `prepared`) in one
+# process, one benchmark at a time; the second needs the first's instance.
+_ACTIVE: list["SubjectBenchmark"] = []
+
+
+def prepared(subject_key: str) -> Callable[..., None]:
+    """`time_call`'s own asv setup: prepare the workload before any timing starts.
+
+    Track benchmarks prepare lazily, so those that have nothing to measure for a parameter
+    set (items of a non-baseline variant, quality of the baseline) cost no model build.
+    A Skip raised by `prepare` here makes asv record the timing as skipped.
+    """
+    def setup(first: str, *rest: str) -> None:
+        # At least one positional parameter: asv runs an argument-free setup before the
+        # setup_cache, as a module-level hook, and there is no benchmark instance then.
+        active = _ACTIVE[-1]
+        if active.subject_key != subject_key:
+            raise RuntimeError(f"setup order: {subject_key} prepared while {active.subject_key} is active")
+        active.ensure_workload()
+
+    return setup
 
 
 def _set_threads(n: int) -> None:
@@ -96,13 +118,15 @@ class SubjectBenchmark:
     """Base of generated benchmark classes; subclasses set `subject_key` and `version`."""
 
     subject_key = ""
+    subject_module = ""  # the module declaring the subject: a benchmark process imports only it
     param_names = PARAM_NAMES
     timer = staticmethod(sync_clock)
     sample_time = 0.01
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        subject = load().get(cls.subject_key)
+        subject = load_module(cls.subject_module).get(cls.subject_key) if cls.subject_module \
+            else load().get(cls.subject_key)
         profile = get_profile()
         cls.params = [[v.name for v in subject.variants], [s for s in profile.sizes]]
         cls.timeout = subject.timeout
@@ -120,32 +144,52 @@ class SubjectBenchmark:
 
     def build_cache(self) -> str:
         """Build the subject's on-disk fixtures in asv's cache directory (the cwd)."""
-        subject = load().get(self.subject_key)
+        subject = self._registry().get(self.subject_key)
         profile = get_profile()
         here = Path.cwd()
         if subject.build_cache is not None:
             subject.build_cache(here, tuple(subject.size(s) for s in profile.sizes))
         return str(here)
 
-    def setup(self, cache_dir: str, variant: str, size: str) -> None:
-        self._subject: Subject = load().get(self.subject_key)
+    def setup(self, *params: str) -> None:
+        # params are (cache_dir, variant, size) with a setup_cache, else (variant, size).
+        variant, size = params[-2:]
+        self._cache_dir = Path(params[0]) if len(params) == 3 else None
+        self._subject: Subject = self._registry().get(self.subject_key)
         self._profile: Profile = get_profile()
         self._variant: Variant = self._subject.variant(variant)
         self._params = (variant, size)
+        self._workload: Workload | None = None
+        _ACTIVE[:] = [self]
         reason = capability.missing(self._variant.requires, self._profile.device)
         if reason:
             self._note("skipped", reason)
             raise Skip(reason)
         _set_threads(self._profile.torch_threads)
         _limit_memory()
-        key = (self.subject_key, size, self._profile.device)
-        if key not in _WORKLOADS:
-            _WORKLOADS[key] = (self._prepare(size, Path(cache_dir)), OtherLoad().__enter__())
-        self._workload, self._load = _WORKLOADS[key]
 
-    def _prepare(self, size: str, cache_dir: Path) -> Workload:
-        ctx = Context(size=self._subject.size(size), device=self._profile.device,
-                      cache_dir=cache_dir, threads=self._profile.torch_threads)
+    def _registry(self):
+        return load_module(self.subject_module) if self.subject_module else load()
+
+    def ensure_workload(self) -> Workload:
+        """The prepared workload of this subject, variant and size (built once per process)."""
+        variant, size = self._params
+        key = (self.subject_key, variant, size, self._profile.device)
+        if key not in _WORKLOADS:
+            _WORKLOADS[key] = (self._prepare(variant, size), OtherLoad().__enter__())
+        self._workload, self._load = _WORKLOADS[key]
+        return self._workload
+
+    def _lazy(self) -> Workload | None:
+        # A track benchmark cannot be skipped from inside its body; it returns NaN instead.
+        try:
+            return self.ensure_workload()
+        except Skip:
+            return None
+
+    def _prepare(self, variant: str, size: str) -> Workload:
+        ctx = Context(size=self._subject.size(size), device=self._profile.device, cache_dir=self._cache_dir,
+                      threads=self._profile.torch_threads, variant=variant)
         try:
             return self._subject.prepare(ctx)
         except Skip as exc:
@@ -155,7 +199,7 @@ class SubjectBenchmark:
             self._note("failed", f"setup: {failure_reason(exc)}")
             raise
 
-    def teardown(self, cache_dir: str, variant: str, size: str) -> None:
+    def teardown(self, *params: str) -> None:
         # Runs after every sample; the last record of a benchmark covers all its samples.
         load_ = getattr(self, "_load", None)
         if load_ is not None:
@@ -176,11 +220,15 @@ class SubjectBenchmark:
             raise
 
     def items(self) -> float:
-        return float(self._workload.items)
+        """Items per call: a property of the workload, recorded once, with the baseline."""
+        if self._variant.name != "baseline":
+            return math.nan
+        workload = self._lazy()
+        return math.nan if workload is None else float(workload.items)
 
     def quality(self) -> float:
         """The equivalence metric of this variant's output against the baseline's."""
-        if self._variant.name == "baseline":
+        if self._variant.name == "baseline" or self._lazy() is None:
             return math.nan  # the baseline is the reference, nothing to compare
         equivalence = self._subject.equivalence
 
@@ -199,6 +247,9 @@ class SubjectBenchmark:
 
     def peak_memory(self) -> float:
         """Peak bytes of one call above the post-setup level."""
+        if self._lazy() is None:
+            return math.nan
+
         def measure() -> float:
             with PeakMemory() as peak:
                 self._variant.run(self._workload.inputs)
@@ -209,6 +260,8 @@ class SubjectBenchmark:
     def measure(self, name: str) -> float:
         """A declared per-variant measure on one call's output."""
         (spec,) = [m for m in self._subject.measures if m.metric.name == name]
+        if self._lazy() is None:
+            return math.nan
         return self._guard(f"track_{name}", lambda: float(
             spec.measure(self._workload.inputs, self._variant.run(self._workload.inputs))))
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from harness.commands import db, generate, ingest, report, run
+from harness.commands import check, compare, db, generate, history, ingest, machine, report, run
 from harness.errors import ProofbenchError
 
-COMMANDS = (run, ingest, report, generate, db)
+COMMANDS = (run, history, check, ingest, report, compare, machine, generate, db)
 
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
 

@@ -121,9 +121,9 @@ def _subject_figures(machine: str, commit: str, key: tuple[str, str], by_variant
     order = list(details.get("variants", {})) or sorted(by_variant)
     variants = [_variant_figures(name, by_variant[name]) for name in order if name in by_variant]
     base = next((v for v in variants if v.variant == "baseline"), None)
-    if base is not None and base.samples:
-        variants = [v if v.variant == "baseline" or not v.samples else
-                    _with_speedup(v, speedup(base.samples, v.samples)) for v in variants]
+    if base is not None:
+        # Items per call belong to the workload and are recorded once, with the baseline.
+        variants = [_derived(v, base) for v in variants]
     units = {bench.metric: bench.unit for rows in by_variant.values() for _, bench in rows}
     return SubjectFigures(machine=machine, commit=commit, subject=subject, area=any_bench.area,
                           item=any_bench.item, size=size, description=details.get("description", ""),
@@ -131,8 +131,13 @@ def _subject_figures(machine: str, commit: str, key: tuple[str, str], by_variant
                           rates=tuple(details.get("rates", ())), units=units)
 
 
-def _with_speedup(v: VariantFigures, s: Speedup) -> VariantFigures:
-    return VariantFigures(**{**v.__dict__, "speedup": s})
+def _derived(v: VariantFigures, base: VariantFigures) -> VariantFigures:
+    changes: dict = {}
+    if v.items is None:
+        changes["items"] = base.items
+    if v.variant != "baseline" and v.samples and base.samples:
+        changes["speedup"] = speedup(base.samples, v.samples)
+    return VariantFigures(**{**v.__dict__, **changes}) if changes else v
 
 
 def _variant_figures(name: str, rows: list[tuple[Result, Benchmark]]) -> VariantFigures:

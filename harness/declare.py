@@ -67,12 +67,18 @@ class Size:
 
 @dataclass(frozen=True)
 class Context:
-    """Where and how a workload runs: passed to `Subject.prepare`."""
+    """Where and how a workload runs: passed to `Subject.prepare`.
+
+    `variant` is the variant this process measures: `prepare` may leave out what only other
+    variants need (a compiled model, a quantized copy), but the baseline must always be able
+    to run on the inputs it returns, since the equivalence check runs both.
+    """
 
     size: Size
     device: str  # "cpu" or "cuda"
-    cache_dir: Path  # on-disk fixtures built by `Subject.build_cache`
+    cache_dir: Path | None  # on-disk fixtures built by `Subject.build_cache` (None without one)
     threads: int
+    variant: str = "baseline"
 
 
 @dataclass(frozen=True)

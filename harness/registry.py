@@ -85,6 +85,12 @@ def load() -> Registry:
     return REGISTRY
 
 
+def load_module(name: str) -> Registry:
+    """Import one subject module (what a benchmark process needs) and return the registry."""
+    _import(name)
+    return REGISTRY
+
+
 def _import(name: str) -> None:
     try:
         importlib.import_module(name)

@@ -1,0 +1,58 @@
+"""Machines of a fleet in the database: one row per machine name and hardware fingerprint.
+
+`store_machine` files a profile under its (name, fingerprint): the same machine seen again
+is the same row; a machine whose fingerprint changed (new GPU, new driver, new torch) gets a
+new row whose `previous_id` points at the row it replaces, so old and new results are never
+mixed in one series. It is safe when several processes store machines at once: the row is
+made with the database's own INSERT .. ON CONFLICT DO NOTHING.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from db.models import Machine
+from harness.errors import DatabaseError
+
+_INSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
+
+
+def latest_machine(session: Session, name: str) -> Machine | None:
+    """The newest row (last fingerprint seen) of the machine called `name`, or None."""
+    return session.scalar(select(Machine).where(Machine.name == name).order_by(Machine.id.desc()).limit(1))
+
+
+def machine_history(session: Session, name: str) -> list[Machine]:
+    """Every fingerprint the machine called `name` has had, oldest first."""
+    return list(session.scalars(select(Machine).where(Machine.name == name).order_by(Machine.id)))
+
+
+def store_machine(session: Session, name: str, fingerprint: str, profile: dict[str, Any]) -> Machine:
+    """The row of (`name`, `fingerprint`), made if new and linked to the name's previous row.
+
+    An existing row keeps its first profile: the fingerprint says the hardware is the same,
+    and readings that move (current clock, hostname) are not worth a write per run.
+    """
+    existing = _find(session, name, fingerprint)
+    if existing is not None:
+        return existing
+    previous = latest_machine(session, name)
+    values = {"name": name, "fingerprint": fingerprint, "profile": profile,
+              "previous_id": previous.id if previous is not None else None}
+    insert = _INSERTS.get(session.get_bind().dialect.name)
+    if insert is not None:
+        session.execute(insert(Machine).values(**values).on_conflict_do_nothing())
+    else:  # another database: no concurrent writers are promised there
+        session.add(Machine(**values))
+        session.flush()
+    stored = _find(session, name, fingerprint)
+    if stored is None:
+        raise DatabaseError(f"machine {name!r} (fingerprint {fingerprint}) was not stored and cannot be read back")
+    return stored
+
+
+def _find(session: Session, name: str, fingerprint: str) -> Machine | None:
+    return session.scalar(select(Machine).where(Machine.name == name, Machine.fingerprint == fingerprint))

@@ -1,0 +1,171 @@
+"""`proofbench compare`: two machines side by side, from results ingested into SQLite and into a
+real PostgreSQL server. One machine is this one without NVML; the other has the H100 profile
+of tests/fixtures/nvml_h100.json (through the fake pynvml of test_machine) and the same real
+smoke-run results with every time halved, so its throughput is known to be twice as high.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from harness import cli
+from harness.commands import compare as compare_command
+from harness.commands import machine as machine_command
+from harness.comparison import VariantFigures
+from harness.errors import InputError
+from harness.hardware import throughput_ratio
+from harness.stats import spread
+from postgres import db_url, postgres_server, postgres_url  # noqa: F401  (fixtures)
+from test_fleet import command, fleet_results
+from test_machine import FakeNvml
+
+GPU = "NVIDIA H100 80GB HBM3"
+
+
+@pytest.fixture
+def two_machines(db_url, smoke_run, tmp_path):
+    """cpu-box (no NVML) and gpu-box (H100 profile, times halved), ingested into `db_url`."""
+    sidecar = str(smoke_run[0].sidecar)
+    cpu = fleet_results(smoke_run, tmp_path / "cpu", "cpu-box")
+    gpu = fleet_results(smoke_run, tmp_path / "gpu", "gpu-box", nvml=FakeNvml(), time_scale=0.5)
+    assert cli.main(["ingest", str(cpu), str(gpu), "--sidecar", sidecar, "--db", db_url]) == 0
+    return db_url
+
+
+def _json(capsys, url: str, *extra: str) -> dict:
+    assert command(compare_command, "compare", "cpu-box", "gpu-box", "--format", "json", "--db", url, *extra) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.slow
+def test_compare_shows_both_machines_side_by_side(two_machines, capsys):
+    doc = _json(capsys, two_machines)
+    assert (doc["format"], doc["a"]["name"], doc["b"]["name"], doc["same_commit"]) == (1, "cpu-box", "gpu-box", True)
+    assert doc["a"]["gpu"] == "none" and doc["a"]["gpu_note"] == "NVML not available: NVML Shared Library Not Found"
+    assert doc["b"]["gpu"] == GPU and doc["b"]["gpu_note"] is None
+    assert {s["subject"] for s in doc["subjects"]} == {"loading.lmdb_read", "loading.fasta_to_lmdb"}
+    intervals = 0
+    for subject in doc["subjects"]:
+        assert [v["variant"] for v in subject["variants"]] == ["baseline", "optimized"]
+        for v in subject["variants"]:
+            ratio = v["throughput_ratio"]  # items/s on cpu-box over gpu-box: gpu-box takes half the time
+            assert ratio["estimate"] == pytest.approx(0.5), v
+            if min(ratio["n_reference"], ratio["n_compared"]) >= 4:  # fewer samples: no 95% interval exists
+                assert ratio["low"] <= 0.5 <= ratio["high"], v
+                intervals += 1
+            else:
+                assert ratio["low"] is None and ratio["high"] is None
+            assert v["a"]["items_per_second"] == pytest.approx(0.5 * v["b"]["items_per_second"])
+            assert ratio["n_reference"] == v["b"]["samples"] and ratio["n_compared"] == v["a"]["samples"]
+        a, b = (subject["variants"][1][side]["speedup"] for side in ("a", "b"))
+        assert a["estimate"] == pytest.approx(b["estimate"])  # both machines' times were scaled alike
+    assert intervals > 0
+
+
+@pytest.mark.slow
+def test_compare_text_json_and_html(two_machines, capsys, tmp_path):
+    assert command(compare_command, "compare", "cpu-box", "gpu-box", "--db", two_machines) == 0
+    text = capsys.readouterr().out
+    assert "cpu-box (A) against gpu-box (B)" in text and f"GPU {GPU}" in text and "NVML not available" in text
+    assert "loading.lmdb_read" in text and "0.50x" in text and "\x1b[" not in text
+    first, second = (_json(capsys, two_machines) for _ in range(2))
+    assert first == second
+    out = tmp_path / "compare.json"
+    command(compare_command, "compare", "cpu-box", "gpu-box", "--format", "json", "--out", str(out), "--db",
+            two_machines)
+    assert out.read_text() == json.dumps(first, indent=2, sort_keys=True) + "\n"  # stable bytes
+    page = tmp_path / "site" / "compare.html"
+    command(compare_command, "compare", "cpu-box", "gpu-box", "--format", "html", "--out", str(page), "--db",
+            two_machines)
+    html = page.read_text()
+    assert "<header><strong>proofbench</strong>" in html  # extends base.html
+    assert "cpu-box (A) against gpu-box (B)" in html and GPU in html and "0.50x" in html
+    assert "NVML not available: NVML Shared Library Not Found" in html
+
+
+@pytest.mark.slow
+def test_compare_at_a_commit_and_each_latest(two_machines, smoke_run, tmp_path, capsys):
+    commit = json.loads(smoke_run[1].results[0].read_text())["commit_hash"]
+    later = fleet_results(smoke_run, tmp_path / "later", "gpu-box", nvml=FakeNvml(), commits=("e" * 40,))
+    assert cli.main(["ingest", str(later), "--sidecar", str(smoke_run[0].sidecar), "--db", two_machines]) == 0
+    latest = _json(capsys, two_machines)
+    assert (latest["a"]["commit"], latest["b"]["commit"], latest["same_commit"]) == (commit, "e" * 40, False)
+    pinned = _json(capsys, two_machines, "--commit", commit[:8])
+    assert pinned["a"]["commit"] == pinned["b"]["commit"] == commit
+    assert _json(capsys, two_machines, "--commit", "HEAD")["a"]["commit"] == commit  # a git revision (the run's)
+    with pytest.raises(InputError, match="machine 'cpu-box' has no results at commit eeeeeeeeeeee"):
+        _json(capsys, two_machines, "--commit", "eeee")
+    with pytest.raises(InputError, match="commit 'abc123': no results stored at it"):
+        _json(capsys, two_machines, "--commit", "abc123")
+
+
+@pytest.mark.slow
+def test_compare_refuses_an_unknown_machine_naming_the_known_ones(two_machines, monkeypatch):
+    monkeypatch.setenv("PROOFBENCH_DB", two_machines)  # the database named by the environment, not --db
+    with pytest.raises(InputError, match=r"machine 'nope': no results stored for it \(machines with results: "
+                                         r"cpu-box, gpu-box\)"):
+        command(compare_command, "compare", "cpu-box", "nope")
+
+
+@pytest.mark.slow
+def test_compare_page_escapes_machine_names(smoke_run, sqlite_url, tmp_path):
+    hostile = 'box"<script>x<'
+    results = fleet_results(smoke_run, tmp_path / "h", hostile)
+    other = fleet_results(smoke_run, tmp_path / "o", "plain")
+    cli.main(["ingest", str(results), str(other), "--sidecar", str(smoke_run[0].sidecar), "--db", sqlite_url])
+    page = tmp_path / "c.html"
+    command(compare_command, "compare", hostile, "plain", "--format", "html", "--out", str(page), "--db", sqlite_url)
+    html = page.read_text()
+    assert "<script>x" not in html and "&lt;script&gt;x" in html
+
+
+def _figures(variant: str, samples: tuple[float, ...], status: str = "ok", items: float | None = 10.0,
+             reason: str = "") -> VariantFigures:
+    return VariantFigures(variant=variant, status=status, reason=reason, time=spread(samples) if samples else None,
+                          samples=samples, items=items, speedup=None, peak_memory=None, quality=None,
+                          equivalent=None)
+
+
+def test_throughput_ratio_says_why_it_is_missing():
+    ok = _figures("optimized", (1.0, 1.1, 0.9, 1.0, 1.05))
+    skipped = _figures("optimized", (), status="skipped", reason="needs a CUDA GPU")
+    assert throughput_ratio(ok, None) == (None, "not measured on B")
+    assert throughput_ratio(skipped, ok) == (None, "skipped on A: needs a CUDA GPU")
+    assert throughput_ratio(ok, _figures("optimized", (), status="ok")) == (None, "no time samples on B")
+    assert throughput_ratio(ok, _figures("optimized", (0.5,) * 5, items=20.0)) == (
+        None, "not the same work: 10 items per call on A, 20 on B")
+    ratio, note = throughput_ratio(ok, _figures("optimized", (0.5, 0.55, 0.45, 0.5, 0.52)))
+    assert note == "" and ratio.estimate == pytest.approx(0.5, rel=0.05) and ratio.word == "slower"
+
+
+def test_json_has_no_nan_where_an_interval_is_undefined():
+    ratio, _ = throughput_ratio(_figures("baseline", (1.0,)), _figures("baseline", (2.0,)))
+    assert ratio.estimate == pytest.approx(2.0) and math.isnan(ratio.low)
+    encoded = compare_command._speedup(ratio)
+    assert encoded["low"] is None and encoded["high"] is None and encoded["word"] == "too few samples"
+    json.dumps(encoded, allow_nan=False)  # raises on NaN
+
+
+def test_cli_registers_machine_and_compare():
+    # harness/cli.py lists every command module; these two must be among them.
+    assert machine_command in cli.COMMANDS and compare_command in cli.COMMANDS
+    parser = cli.build_parser()
+    assert parser.parse_args(["compare", "a", "b", "--format", "json"]).handler is compare_command.handle
+    assert parser.parse_args(["machine", "--name", "n"]).handler is machine_command.handle
+
+
+@pytest.mark.slow
+def test_compare_one_machine_before_and_after_its_hardware_changed(smoke_run, sqlite_url, tmp_path, capsys):
+    sidecar = str(smoke_run[0].sidecar)
+    before = fleet_results(smoke_run, tmp_path / "before", "box")
+    after = fleet_results(smoke_run, tmp_path / "after", "box", nvml=FakeNvml(), commits=("e" * 40,))
+    assert cli.main(["ingest", str(before), "--sidecar", sidecar, "--db", sqlite_url]) == 0
+    assert cli.main(["ingest", str(after), "--sidecar", sidecar, "--db", sqlite_url]) == 0
+    old = json.loads((before / "box" / "proofbench-machine.json").read_text())["fingerprint"]
+    capsys.readouterr()
+    command(compare_command, "compare", f"box@{old[:6]}", "box", "--format", "json", "--db", sqlite_url)
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["a"]["fingerprint"], doc["a"]["gpu"]) == (old, "none")
+    assert doc["b"]["fingerprint"] != old and doc["b"]["gpu"] == GPU  # plain "box": its newest fingerprint

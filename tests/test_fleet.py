@@ -1,0 +1,269 @@
+"""The fleet: machines stored by fingerprint, `proofbench machine`, and several machines'
+results going into one database (SQLite and a real PostgreSQL server) at the same time.
+
+The results of "other machines" are the real smoke run's results file re-filed under another
+machine name and profile, as a fleet member's `proofbench run` would have written them.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pynvml
+import pytest
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import func, select, text
+from sqlalchemy.orm import Session
+
+from db.fleet import machine_history, store_machine
+from db.models import Benchmark, Commit, Environment, IngestedFile, Machine, Result
+from db.session import alembic_config, connect
+from harness import runner
+from harness.cli import main
+from harness.machine import capture, to_asv_machine_json
+from postgres import db_url, postgres_server, postgres_url  # noqa: F401  (fixtures)
+from test_machine import FakeNvml
+
+pytestmark = pytest.mark.slow
+NO_NVML = pynvml.NVML_ERROR_LIBRARY_NOT_FOUND
+
+
+def command(module, *argv: str) -> int:
+    """Run one command module through its own parser, as harness.cli does once it is registered."""
+    parser = argparse.ArgumentParser()
+    module.add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.handler(args)
+
+
+def fleet_results(smoke_run, directory: Path, name: str, *, nvml=None, time_scale: float = 1.0,
+                  commits: tuple[str, ...] = ()) -> Path:
+    """The smoke run's results re-filed as machine `name` (profile from `nvml`, no NVML by default),
+    optionally with its times scaled and copied to other commits; returns the results directory."""
+    layout, outcome = smoke_run
+    profile = capture(name, nvml=nvml or FakeNvml(init_error=NO_NVML))
+    target = runner.Layout(config=layout.config, results=directory / "results", sidecar=layout.sidecar,
+                           home=directory / "home")
+    runner.write_machine_files(profile, target)
+    for source in outcome.results:
+        data = json.loads(source.read_text())
+        data["params"].update(to_asv_machine_json(profile)[name])
+        _scale_times(data, time_scale)
+        for commit in commits or (data["commit_hash"],):
+            data["commit_hash"] = commit
+            (target.results / name / f"{commit[:8]}-{data['env_name']}.json").write_text(json.dumps(data))
+    return target.results
+
+
+def _scale_times(data: dict, factor: float) -> None:
+    columns = data["result_columns"]
+    for name, row in data["results"].items():
+        if not name.endswith(".time_call"):
+            continue
+        cells = dict(zip(columns, row))
+        cells["result"] = [_times(v, factor) for v in cells["result"]]
+        if cells.get("samples"):
+            cells["samples"] = [[_times(s, factor) for s in samples] if samples else samples
+                                for samples in cells["samples"]]
+        data["results"][name] = [cells[c] for c in columns[:len(row)]]
+
+
+def _times(value, factor: float):
+    return value * factor if isinstance(value, float) and not math.isnan(value) else value
+
+
+def _count(session: Session, model) -> int:
+    return session.scalar(select(func.count()).select_from(model))
+
+
+# --- machines by fingerprint -----------------------------------------------------------
+
+def test_same_fingerprint_is_the_same_row_and_a_new_one_links_to_it(db_url):
+    engine = connect(db_url)
+    with Session(engine, expire_on_commit=False) as session, session.begin():
+        first = store_machine(session, "box", "a" * 16, {"cpu_model": "A"})
+        again = store_machine(session, "box", "a" * 16, {"cpu_model": "A, read again"})
+        other_name = store_machine(session, "other", "a" * 16, {})
+        changed = store_machine(session, "box", "b" * 16, {"cpu_model": "B"})
+        back = store_machine(session, "box", "a" * 16, {"cpu_model": "A"})
+    assert again.id == first.id == back.id and first.profile == {"cpu_model": "A"}
+    assert other_name.id != first.id and other_name.previous_id is None
+    assert changed.id != first.id and changed.previous_id == first.id
+    with Session(engine) as session:
+        assert [m.fingerprint for m in machine_history(session, "box")] == ["a" * 16, "b" * 16]
+
+
+def test_machine_command_without_nvml_says_so_and_stores_once(db_url, tmp_path, monkeypatch, capsys):
+    layout = runner.Layout(results=tmp_path / "results", home=tmp_path / "home", sidecar=tmp_path / "sidecar")
+    monkeypatch.setattr(runner, "Layout", lambda: layout)
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNvml(init_error=NO_NVML))
+    assert command(_machine_module(), "machine", "--name", "ci-box", "--db", db_url) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["name"] == "ci-box" and printed["gpus"] == []
+    assert printed["gpu_note"] == "NVML not available: NVML Shared Library Not Found"
+    asv_file = json.loads((layout.home / ".asv-machine.json").read_text())
+    assert asv_file["ci-box"]["gpu"] == "none"
+    assert asv_file["ci-box"]["proofbench_fingerprint"] == printed["fingerprint"]
+    assert json.loads((layout.results / "ci-box" / "proofbench-machine.json").read_text()) == printed
+    assert command(_machine_module(), "machine", "--name", "ci-box", "--db", db_url) == 0
+    assert "already stored" in capsys.readouterr().err
+    with Session(connect(db_url)) as session:
+        (row,) = machine_history(session, "ci-box")
+        assert row.profile == printed and row.fingerprint == printed["fingerprint"]
+
+
+def test_machine_command_files_new_hardware_as_a_new_linked_row(db_url, tmp_path, monkeypatch, capsys):
+    layout = runner.Layout(results=tmp_path / "results", home=tmp_path / "home", sidecar=tmp_path / "sidecar")
+    monkeypatch.setattr(runner, "Layout", lambda: layout)
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNvml(init_error=NO_NVML))
+    command(_machine_module(), "machine", "--name", "box", "--db", db_url)
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNvml())  # an H100 was fitted (fixture values)
+    command(_machine_module(), "machine", "--name", "box", "--db", db_url)
+    out = capsys.readouterr()
+    cpu_profile, gpu_profile = _documents(out.out)
+    assert cpu_profile["gpus"] == [] and cpu_profile["gpu_note"].startswith("NVML not available")
+    assert gpu_profile["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3" and gpu_profile["gpu_note"] is None
+    assert "replacing row" in out.err
+    with Session(connect(db_url)) as session:
+        old, new = machine_history(session, "box")
+        assert new.previous_id == old.id and new.fingerprint == gpu_profile["fingerprint"] != old.fingerprint
+    assert json.loads((layout.home / ".asv-machine.json").read_text())["box"]["gpu"] == "NVIDIA H100 80GB HBM3"
+
+
+def test_machine_command_stops_before_writing_when_the_database_is_unreachable(tmp_path, monkeypatch):
+    from harness.errors import DatabaseError
+
+    layout = runner.Layout(results=tmp_path / "results", home=tmp_path / "home", sidecar=tmp_path / "sidecar")
+    monkeypatch.setattr(runner, "Layout", lambda: layout)
+    with pytest.raises(DatabaseError, match=r"cannot reach database postgresql\+psycopg://u:\*\*\*@127.0.0.1:1/x"):
+        command(_machine_module(), "machine", "--db", "postgresql+psycopg://u:pw@127.0.0.1:1/x")
+    assert not layout.home.exists() and not layout.results.exists()
+
+
+def _documents(text: str) -> list[dict]:
+    decoder, out, at = json.JSONDecoder(), [], 0
+    while text[at:].strip():
+        document, end = decoder.raw_decode(text, at + len(text[at:]) - len(text[at:].lstrip()))
+        out.append(document)
+        at = end
+    return out
+
+
+def _machine_module():
+    from harness.commands import machine
+
+    return machine
+
+
+def test_ingest_stores_the_profile_machine_command_would(smoke_run, tmp_path, sqlite_url):
+    # `proofbench machine` and `proofbench ingest` file the same hardware under the same row.
+    directory = fleet_results(smoke_run, tmp_path, "same-box")
+    profile = json.loads((directory / "same-box" / "proofbench-machine.json").read_text())
+    engine = connect(sqlite_url)
+    with Session(engine, expire_on_commit=False) as session, session.begin():
+        stored = store_machine(session, "same-box", profile["fingerprint"], profile)
+    assert main(["ingest", str(directory), "--sidecar", str(smoke_run[0].sidecar), "--db", sqlite_url]) == 0
+    with Session(engine) as session:
+        assert session.scalars(select(Machine)).one().id == stored.id
+        assert session.scalar(select(func.count(Result.id)).where(Result.machine_id == stored.id)) > 0
+
+
+# --- one database, several writers ----------------------------------------------------
+
+_WORKER = """
+import sys, time, pathlib
+from db.session import connect
+from harness.registry import load
+connect(sys.argv[-1])  # the schema exists (the --db URL is the last argument)
+load()  # and the slow imports are done before the gate, so that the ingests themselves overlap
+print("ready", flush=True)
+gate = pathlib.Path(sys.argv[1])
+while not gate.exists():
+    time.sleep(0.002)
+from harness.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+_GATED = """
+import sys, time, pathlib
+print("ready", flush=True)
+gate = pathlib.Path(sys.argv[1])
+while not gate.exists():
+    time.sleep(0.002)
+from harness.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def _at_once(worker: str, gate: Path, commands: list[list[str]]) -> list[tuple[int, str]]:
+    # Each process prepares, says "ready" and waits for the gate; then all go at the same moment.
+    procs = [subprocess.Popen([sys.executable, "-c", worker, str(gate), *argv], cwd=runner.ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for argv in commands]
+    for proc in procs:
+        assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+    gate.touch()
+    return [(proc.wait(timeout=300), proc.stderr.read()) for proc in procs]
+
+
+def test_four_processes_creating_the_schema_at_once(db_url, tmp_path):
+    outcomes = _at_once(_GATED, tmp_path / "gate", [["db", "upgrade", "--db", db_url]] * 4)
+    assert [rc for rc, _ in outcomes] == [0] * 4, "\n".join(err for _, err in outcomes)
+    engine = connect(db_url, migrate=False)
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM alembic_version")).scalar() == 1
+        assert MigrationContext.configure(connection).get_current_revision() == _head(engine)
+    with Session(engine) as session:
+        assert _count(session, Machine) == 0  # the tables are there, and empty
+
+
+def _head(engine) -> str:
+    return ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
+
+
+def test_four_machines_ingesting_at_once_lose_nothing_and_duplicate_nothing(db_url, smoke_run, tmp_path):
+    layout, outcome = smoke_run
+    commit = json.loads(outcome.results[0].read_text())["commit_hash"]
+    commits = (commit, "1" * 40, "2" * 40)  # each machine has results at three commits
+    directories = [fleet_results(smoke_run, tmp_path / f"m{i}", f"fleet-{i}", commits=commits) for i in range(4)]
+    outcomes = _at_once(_WORKER, tmp_path / "gate", [["ingest", str(d), "--sidecar", str(layout.sidecar), "--db",
+                                                      db_url] for d in directories])
+    assert [rc for rc, _ in outcomes] == [0] * 4, "\n".join(err for _, err in outcomes)
+    points = sum(len(row[1][0]) * len(row[1][1]) for path in outcome.results
+                 for row in json.loads(path.read_text())["results"].values())
+    names = {name for path in outcome.results for name in json.loads(path.read_text())["results"]}
+    with Session(connect(db_url)) as session:
+        assert sorted(session.scalars(select(Machine.name))) == [f"fleet-{i}" for i in range(4)]
+        assert sorted(session.scalars(select(Commit.hash))) == sorted(commits)
+        assert _count(session, Environment) == 1
+        assert sorted(session.scalars(select(Benchmark.name))) == sorted(names)
+        assert _count(session, IngestedFile) == 4 * len(commits) * len(outcome.results)
+        assert _count(session, Result) == 4 * len(commits) * points
+        per_machine = session.execute(select(Result.machine_id, func.count()).group_by(Result.machine_id)).all()
+        assert sorted(n for _, n in per_machine) == [len(commits) * points] * 4
+
+
+def test_ingest_check_and_report_on_each_database(db_url, smoke_run, tmp_path, capsys):
+    from harness.commands import check
+
+    layout, _ = smoke_run
+    cpu = fleet_results(smoke_run, tmp_path / "cpu", "cpu-box")
+    gpu = fleet_results(smoke_run, tmp_path / "gpu", "gpu-box", nvml=FakeNvml())
+    sidecar = str(layout.sidecar)
+    assert main(["ingest", str(cpu), str(gpu), "--sidecar", sidecar, "--db", db_url]) == 0
+    assert main(["ingest", str(cpu), "--sidecar", sidecar, "--db", db_url]) == 0  # again: nothing new
+    capsys.readouterr()
+    assert command(check, "check", "--format", "json", "--db", db_url) == 0  # one commit: nothing to regress
+    checked = json.loads(capsys.readouterr().out)
+    assert checked["status"] == "ok" and checked["counts"]["series"] > 0 and checked["check"]["recorded"]
+    engine = connect(db_url)
+    assert main(["report", "--out", str(tmp_path / "site"), "--db", db_url]) == 0
+    html = (tmp_path / "site" / "index.html").read_text()
+    assert "cpu-box" in html and "gpu-box" in html and "loading.lmdb_read" in html
+    with Session(engine) as session:
+        profiles = {m.name: m.profile for m in session.scalars(select(Machine))}
+    assert profiles["gpu-box"]["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3"
+    assert profiles["cpu-box"]["gpus"] == [] and profiles["cpu-box"]["gpu_note"].startswith("NVML not available")
