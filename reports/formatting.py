@@ -1,7 +1,11 @@
 """How numbers read: the Jinja2 filters the templates and the terminal table share."""
 from __future__ import annotations
 
+import datetime as dt
 import math
+import re
+
+from reports.output import slug
 
 _TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
 _BYTE_UNITS = ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
@@ -54,7 +58,43 @@ def interval(low: float | None, high: float | None) -> str:
 
 
 def percent(x: float | None) -> str:
+    """0.25 -> '25%'."""
     return "—" if _missing(x) else f"{x:.0%}"
+
+
+def signed_percent(x: float | None) -> str:
+    """A relative change: 0.123 -> '+12.3%', -0.05 -> '−5.0%'."""
+    if _missing(x):
+        return "—"
+    return f"+{x:.1%}" if x >= 0 else f"−{-x:.1%}"
+
+
+def amount(x: float | None, kind: str) -> str:
+    """A value in its kind's unit: seconds, bytes, rate or factor."""
+    shown = {"seconds": seconds, "bytes": byte_size, "rate": rate, "factor": factor}.get(kind)
+    if shown is None:
+        return "—" if _missing(x) else f"{x:.4g}"
+    return shown(x)
+
+
+def when(x: dt.datetime | None) -> str:
+    """A timestamp as 'YYYY-MM-DD HH:MM UTC' (naive ones are taken as UTC)."""
+    if x is None:
+        return "—"
+    if x.tzinfo is not None:
+        x = x.astimezone(dt.timezone.utc)
+    return x.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def day(x: dt.datetime | None) -> str:
+    """A timestamp's date: 'YYYY-MM-DD'."""
+    return "—" if x is None else x.strftime("%Y-%m-%d")
+
+
+def short(text: str | None, length: int = 72) -> str:
+    """The first line of `text`, cut to `length` characters with an ellipsis."""
+    line = (text or "").splitlines()[0] if text else ""
+    return line if len(line) <= length else line[:length - 1] + "…"
 
 
 def verdict_figure(verdict) -> str:
@@ -71,9 +111,15 @@ def verdict_figure(verdict) -> str:
 
 
 def css_class(label: str) -> str:
-    """A verdict label as a CSS class name."""
-    return "v-" + label.replace(" ", "-")
+    """A verdict label (or a status) as a CSS class name."""
+    return "v-" + re.sub(r"[^a-z0-9]+", "-", str(label).lower()).strip("-")
+
+
+def anchor(text: str, prefix: str) -> str:
+    """An HTML id made from data: 'claim-loading.lmdb_read_000-speed-1a2b3c4d'."""
+    return f"{prefix}-{slug(str(text))}"
 
 
 FILTERS = {"seconds": seconds, "byte_size": byte_size, "rate": rate, "factor": factor, "interval": interval,
-           "percent": percent, "verdict_figure": verdict_figure, "css_class": css_class}
+           "percent": percent, "signed_percent": signed_percent, "amount": amount, "when": when, "day": day,
+           "short": short, "anchor": anchor, "verdict_figure": verdict_figure, "css_class": css_class}

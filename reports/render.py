@@ -1,21 +1,34 @@
-"""Renders the static HTML site from the database with Jinja2 (autoescape on)."""
+"""Renders the static HTML site from the database with Jinja2 (autoescape on).
+
+Pages: index.html (subjects x machines), claims.html (the claims ledger), machines.html
+(hardware side by side), regressions.html (change points), commits.html (commit order) and one
+page per subject under subjects/. The database is read once (reports/queries.py); every page
+is written through reports/output.py, so no file lands outside the output directory.
+"""
 from __future__ import annotations
 
 import datetime as dt
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from jinja2 import Environment, PackageLoader, select_autoescape
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from db.models import ClaimRow, Commit, Machine
+from db.models import ClaimRow, Commit, Environment as EnvironmentRow, Machine
 from harness.claim import Claim
 from harness.comparison import SubjectFigures, figures, latest_commit, machines
 from harness.verdict import Verdict, judge
+from reports import changes, matrix, queries
 from reports.formatting import FILTERS
+from reports.machines import MachineColumn, column, has_gpu, labels, largest, profile_rows
+from reports.output import SiteWriter
+from reports.subjects import ChangeNote, SubjectPage, build, detectable
 
 SITE_DIR = Path(__file__).resolve().parent / "site"
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+RECENT = 50  # improvements and closed regressions listed on the regressions page
 
 
 @dataclass(frozen=True)
@@ -32,7 +45,7 @@ class MachineView:
 def environment() -> Environment:
     """The Jinja2 environment: templates from reports/templates, autoescaped, strict."""
     env = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(default=True),
-                      trim_blocks=True, lstrip_blocks=True)
+                      trim_blocks=True, lstrip_blocks=True, undefined=StrictUndefined)
     env.filters.update(FILTERS)
     return env
 
@@ -43,48 +56,135 @@ def _claims(session: Session) -> list[Claim]:
                   metric=r.metric, low=r.low, high=r.high, device=r.device, note=r.note) for r in rows]
 
 
-def _has_gpu(machine: Machine) -> bool:
-    return bool((machine.profile or {}).get("gpus"))
-
-
-def _pick(subjects: list[SubjectFigures], claim: Claim) -> SubjectFigures | None:
-    # A claim is judged on the largest size measured: the one nearest real use.
-    order = {"tiny": 0, "small": 1, "large": 2}
-    mine = [s for s in subjects if s.subject == claim.subject]
-    return max(mine, key=lambda s: order.get(s.size, -1)) if mine else None
-
-
 def machine_views(session: Session, claims: list[Claim]) -> list[MachineView]:
-    """The latest figures of every machine with results."""
+    """The figures of every machine with results at its most recently ingested commit."""
     views = []
     for machine in machines(session):
         commit_id = latest_commit(session, machine.id)
         subjects = figures(session, machine, commit_id)
-        has_gpu = _has_gpu(machine)
-        verdicts = {c.id: judge(c, _pick(subjects, c), has_gpu) for c in claims}
-        views.append(MachineView(machine, session.get(Commit, commit_id) if commit_id else None, has_gpu,
+        by_key = {(s.subject, s.size): s for s in subjects}
+        gpu = has_gpu(machine)
+        verdicts = {c.id: judge(c, largest(by_key, c.subject), gpu) for c in claims}
+        views.append(MachineView(machine, session.get(Commit, commit_id) if commit_id else None, gpu,
                                  subjects, verdicts))
     return views
 
 
+@dataclass(frozen=True)
+class Site:
+    """Everything the pages show, read from the database in one session."""
+
+    generated: str
+    columns: list[MachineColumn]
+    claims: list[Claim]
+    subjects: list[SubjectPage]
+    notes: list[ChangeNote]
+    rows: list[matrix.Row]
+    ledger: list[matrix.LedgerRow]
+    commits: list[Commit]
+    hardware: list[tuple[str, list[str]]]
+    check: changes.CheckInfo | None  # the nightly check whose alerts are shown (None: found on the fly)
+    detection: bool
+
+
+def _columns(session: Session, history: queries.History, claims: list[Claim],
+             found: list[Machine]) -> list[MachineColumn]:
+    names = labels(found)
+    out = []
+    for machine in found:
+        mine = [s for s in history.series if s.machine_id == machine.id]
+        newest = max((s.last_rank for s in mine), default=None)
+        commit = history.commit(newest) if newest is not None else None
+        run = queries.run_info(session, machine.id, {commit.id}).get(commit.id) if commit else None
+        latest = queries.latest_figures(session, machine, mine, history.commits)
+        out.append(column(machine, names[machine.id], latest, claims, commit, run))
+    return out
+
+
+def _change_points(session: Session, history: queries.History, machine_ids: set[int]):
+    """Stored alerts when a nightly check has run, else detection started in the background."""
+    found = changes.stored(session, {c.id: i for i, c in enumerate(history.commits)})
+    check, by_key = found if found is not None else (None, None)
+    return check, changes.Changes(detectable(history, machine_ids), by_key)
+
+
+@dataclass(frozen=True)
+class _Read:
+    """What one database session hands over; `steps.result()` waits for the change points."""
+
+    claims: list[Claim]
+    history: queries.History
+    columns: list[MachineColumn]
+    environments: dict[int, str]
+    check: changes.CheckInfo | None
+    steps: changes.Changes
+
+
+def read(session: Session) -> _Read:
+    """Every database read of a render, in one session (change points start first, so that
+    on the fly they are found in worker processes while the rest is read)."""
+    claims = _claims(session)
+    history = queries.history(session)
+    found = machines(session)
+    check, steps = _change_points(session, history, {m.id for m in found})
+    try:
+        columns = _columns(session, history, claims, found)
+        environments = {e.id: e.name for e in session.scalars(select(EnvironmentRow))}
+    except BaseException:
+        steps.close()
+        raise
+    return _Read(claims, history, columns, environments, check, steps)
+
+
+def assemble(data: _Read, writer: SiteWriter) -> Site:
+    """Shape what was read into the pages' models (no database needed)."""
+    claims, history, columns = data.claims, data.history, data.columns
+    subject_names = {s.benchmark.subject for s in history.series} | {c.subject for c in claims}
+    pages = {name: writer.page_name("subjects", name) for name in sorted(subject_names)}
+    subjects, notes = build(history, {c.machine.id: c for c in columns}, claims, pages.__getitem__,
+                            data.environments, data.steps.result())
+    built = {page.subject: page.page for page in subjects}  # only pages that will exist are linked
+    return Site(generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), columns=columns,
+                claims=claims, subjects=subjects, notes=notes, rows=matrix.rows(columns, claims, built),
+                ledger=matrix.ledger(columns, claims, built), commits=history.commits,
+                hardware=profile_rows([c.machine for c in columns]), check=data.check,
+                detection=data.check is not None or changes.AVAILABLE)
+
+
+def _regressions(notes: list[ChangeNote]) -> dict[str, list[ChangeNote]]:
+    newest = sorted(notes, key=lambda n: (-n.step.rank, n.subject, n.machine, n.variant))
+    return {"open": [n for n in newest if n.step.open],
+            "closed": [n for n in newest if n.step.regression and not n.step.open][:RECENT],
+            "improvements": [n for n in newest if not n.step.regression][:RECENT]}
+
+
 def render(engine: Engine, out_dir: Path = SITE_DIR) -> Path:
     """Write the site into `out_dir` (and nowhere else); returns the index page's path."""
-    out_dir = out_dir.resolve()
-    out_dir.mkdir(parents=True, exist_ok=True)
+    writer = SiteWriter(Path(out_dir))
     env = environment()
     with Session(engine) as session:
-        claims = _claims(session)
-        views = machine_views(session, claims)
-        page = env.get_template("index.html").render(
-            views=views, claims=claims, claims_by_subject=_by_subject(claims),
-            generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
-    index = out_dir / "index.html"
-    index.write_text(page)
+        data = read(session)
+    try:
+        site = assemble(data, writer)
+    finally:
+        data.steps.close()
+    common = {"site": site, "root": ""}
+    by_commit: dict[int, list[ChangeNote]] = defaultdict(list)
+    for note in site.notes:
+        by_commit[note.commit.id].append(note)
+    regressions = _regressions(site.notes)
+    writer.copy_static(STATIC_DIR)
+    areas = matrix.by_area(site.rows)
+    index = writer.write("index.html", env.get_template("index.html").render(
+        **common, page="index", areas=areas, open_regressions=len(regressions["open"])))
+    writer.write("claims.html", env.get_template("claims.html").render(
+        **common, page="claims", tally=matrix.tally(site.ledger)))
+    writer.write("machines.html", env.get_template("machines.html").render(**common, page="machines", areas=areas))
+    writer.write("regressions.html", env.get_template("regressions.html").render(
+        **common, page="regressions", lists=regressions, recent=RECENT))
+    writer.write("commits.html", env.get_template("commits.html").render(
+        **common, page="commits", by_commit=by_commit))
+    template = env.get_template("subject.html")
+    for subject in site.subjects:
+        writer.write(subject.page, template.render(site=site, root="../", page="subject", subject=subject))
     return index
-
-
-def _by_subject(claims: list[Claim]) -> dict[str, list[Claim]]:
-    out: dict[str, list[Claim]] = {}
-    for claim in claims:
-        out.setdefault(claim.subject, []).append(claim)
-    return out

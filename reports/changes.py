@@ -1,0 +1,183 @@
+"""Change points of every history, for the charts and the regressions page.
+
+Where the nightly check (harness/check.py) has run, its stored alerts are the change points:
+they never move, and each is open until a later step brings the level back. Where it has not,
+`harness.detect.detect` runs over each series' per-commit values here, in worker processes
+started as soon as the histories are read, while the rest of the site is assembled. When
+harness/detect.py is absent the report still renders: `AVAILABLE` is False and the pages say
+that detection is off.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import math
+import multiprocessing
+import os
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Hashable, Protocol, Sequence
+
+from sqlalchemy import inspect, select
+from sqlalchemy.orm import Session
+
+try:
+    from harness.detect import detect as _detect
+except ImportError:  # HOOK: without harness/detect.py there is no change-point detection
+    _detect = None
+try:
+    from db.alerts import Alert, CheckRun
+except ImportError:  # HOOK: without the nightly check's tables every render detects afresh
+    Alert = CheckRun = None
+
+AVAILABLE = _detect is not None
+PARALLEL_MIN_POINTS = 20_000  # below this many points in all, worker processes cost more than they save
+OPEN_FRACTION = 0.5  # on the fly, a regression is open while the newest level keeps half its step
+
+
+@dataclass(frozen=True)
+class Step:
+    """One change point of one series, in commit ranks (indexes into History.commits)."""
+
+    rank: int
+    previous_rank: int
+    before: float
+    after: float
+    p_value: float
+    regression: bool
+    open: bool
+
+    @property
+    def change(self) -> float:
+        """Relative change of the value: +0.25 for 25% higher."""
+        return self.after / self.before - 1.0 if self.before else math.inf
+
+
+class SeriesLike(Protocol):
+    """What `Changes` needs of a series (reports.queries.Series has it)."""
+
+    key: tuple
+    ranks: Sequence[int]
+    values: Sequence[float]
+    benchmark: object
+
+
+@dataclass(frozen=True)
+class Job:
+    """One series to examine: its commit ranks, values (NaN or None: failed) and direction."""
+
+    ranks: Sequence[int]
+    values: Sequence[float | None]
+    higher_is_better: bool
+
+
+def _one(job: Job) -> list[Step]:
+    finite = [v for v in job.values if v is not None and math.isfinite(v)]
+    if len(finite) < 5 or max(finite) == min(finite):
+        return []  # too short, or a constant: nothing can step
+    found = _detect(list(job.values), higher_is_better=job.higher_is_better)
+    latest = found[-1].after if found else math.nan
+    steps = []
+    for cp in found:
+        kept = (latest - cp.before) * cp.direction >= OPEN_FRACTION * abs(cp.after - cp.before)
+        steps.append(Step(job.ranks[cp.index], job.ranks[max(cp.index - 1, 0)], cp.before, cp.after,
+                          getattr(cp, "p_value", math.nan), cp.regression, cp.regression and kept))
+    return steps
+
+
+def _chunk(jobs: list[Job]) -> list[list[Step]]:
+    return [_one(job) for job in jobs]
+
+
+class Detection:
+    """Change points of many series, found in worker processes while the caller goes on.
+
+    With few points in all (or one CPU) the work is done in this process when `result` is
+    called. Each worker gets every n-th job, so long and short series spread evenly.
+    """
+
+    def __init__(self, jobs: list[Job]) -> None:
+        self.jobs = jobs
+        self._pool: ProcessPoolExecutor | None = None
+        self._futures: list[Future] = []
+        workers = min(os.cpu_count() or 1, 8)
+        if AVAILABLE and workers > 1 and sum(len(j.values) for j in jobs) >= PARALLEL_MIN_POINTS:
+            methods = multiprocessing.get_all_start_methods()
+            context = multiprocessing.get_context("fork" if "fork" in methods else None)
+            self._pool = ProcessPoolExecutor(workers, mp_context=context)
+            self._futures = [self._pool.submit(_chunk, jobs[w::workers]) for w in range(workers)]
+
+    def result(self) -> list[list[Step]]:
+        """The steps of each job, in job order ([] for every job when detection is unavailable)."""
+        if not AVAILABLE:
+            return [[] for _ in self.jobs]
+        if self._pool is None:
+            return _chunk(self.jobs)
+        out: list[list[Step]] = [[] for _ in self.jobs]
+        workers = len(self._futures)
+        try:
+            for w, future in enumerate(self._futures):
+                for j, steps in enumerate(future.result()):
+                    out[w + j * workers] = steps
+        finally:
+            self.close()
+        return out
+
+    def close(self) -> None:
+        """Stop the workers (also when the caller gave up before asking for the result)."""
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+
+
+class Changes:
+    """The change points of some series, under keys the caller chooses.
+
+    From `stored` alerts (by series key) when given, else found by `Detection`, which starts at
+    once; `result` waits for it. `close` releases the workers if the result is never needed.
+    """
+
+    def __init__(self, keyed: list[tuple[Hashable, SeriesLike]], stored: dict[tuple, list[Step]] | None) -> None:
+        self._keys = [key for key, _ in keyed]
+        self._ready = None if stored is None else {key: stored.get(s.key, []) for key, s in keyed}
+        self._detection = None if stored is not None else Detection(
+            [Job(s.ranks, s.values, s.benchmark.higher_is_better) for _, s in keyed])
+
+    def result(self) -> dict[Hashable, list[Step]]:
+        """The steps of every series by its key (waits for detection)."""
+        if self._ready is None:
+            self._ready = dict(zip(self._keys, self._detection.result()))
+        return self._ready
+
+    def close(self) -> None:
+        """Release detection's workers; harmless after `result`."""
+        if self._detection is not None:
+            self._detection.close()
+
+
+@dataclass(frozen=True)
+class CheckInfo:
+    """The nightly check whose alerts the report shows."""
+
+    id: int
+    started_at: dt.datetime | None
+    branch: str
+
+
+def stored(session: Session, rank: dict[int, int]) -> tuple[CheckInfo, dict[tuple, list[Step]]] | None:
+    """The stored alerts as steps by series key (machine, environment, benchmark, params key),
+    with the newest check; None when no check has been recorded in this database."""
+    if Alert is None or not inspect(session.connection()).has_table(CheckRun.__tablename__):
+        return None
+    last = session.scalars(select(CheckRun).order_by(CheckRun.id.desc()).limit(1)).first()
+    if last is None:
+        return None
+    steps: dict[tuple, list[Step]] = {}
+    for a in session.scalars(select(Alert).order_by(Alert.id)):
+        if a.commit_id not in rank:
+            continue
+        here = rank[a.commit_id]
+        previous = rank.get(a.previous_commit_id, max(here - 1, 0))
+        steps.setdefault((a.machine_id, a.environment_id, a.benchmark_id, a.params_key), []).append(
+            Step(here, previous, a.before, a.after, a.p_value, a.regression, a.regression and a.status == "open"))
+    for found in steps.values():
+        found.sort(key=lambda s: s.rank)
+    return CheckInfo(last.id, last.started_at, last.branch), steps

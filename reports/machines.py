@@ -1,0 +1,152 @@
+"""Machines as the report shows them: a column of the matrix, and a hardware profile side by side.
+
+A column is one machine row (a name at one hardware fingerprint) with the newest figures of
+each subject measured on it and the verdict of every claim there. The profile table reads the
+JSON that harness/machine.py's `MachineProfile.to_dict` wrote, and whatever other keys a
+profile holds (an asv-only machine description, say) are listed as they are.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from db.models import Commit, Machine
+from harness.claim import Claim
+from harness.comparison import SubjectFigures
+from harness.verdict import Verdict, judge
+from reports import formatting as fmt
+from reports.queries import RunInfo
+
+SIZE_ORDER = {"tiny": 0, "small": 1, "large": 2}
+
+
+@dataclass(frozen=True)
+class MachineColumn:
+    """One machine in the report: its newest figures per (subject, size), verdicts, run facts."""
+
+    machine: Machine
+    label: str
+    anchor: str
+    has_gpu: bool
+    hardware: str
+    commit: Commit | None
+    run: RunInfo | None
+    figures: dict[tuple[str, str], SubjectFigures]
+    verdicts: dict[str, Verdict]
+
+    def largest(self, subject: str) -> SubjectFigures | None:
+        """The subject's figures at the largest size measured here."""
+        return largest(self.figures, subject)
+
+
+def largest(figures: dict[tuple[str, str], SubjectFigures], subject: str) -> SubjectFigures | None:
+    """A subject's figures at the largest size measured: the one nearest real use."""
+    mine = [f for (s, _), f in figures.items() if s == subject]
+    return max(mine, key=lambda f: SIZE_ORDER.get(f.size, -1)) if mine else None
+
+
+def profile(machine: Machine) -> dict[str, Any]:
+    """The machine's stored profile, or {} when it holds something other than a JSON object."""
+    return machine.profile if isinstance(machine.profile, dict) else {}
+
+
+def has_gpu(machine: Machine) -> bool:
+    """True when the machine's profile lists a GPU."""
+    return bool(profile(machine).get("gpus"))
+
+
+def _hardware(p: dict[str, Any]) -> str:
+    cpu = p.get("cpu_model") or p.get("cpu") or "CPU unknown"
+    cores = p.get("logical_cores") or p.get("num_cpu")
+    gpus = Counter(str(g.get("name", "GPU")) for g in _gpus(p))
+    gpu = ", ".join(n if c == 1 else f"{c}x {n}" for n, c in gpus.items()) or "no GPU"
+    return f"{cpu}" + (f", {cores} cores" if cores else "") + f"; {gpu}"
+
+
+def column(machine: Machine, label: str, latest: list[SubjectFigures], claims: list[Claim],
+           commit: Commit | None, run: RunInfo | None) -> MachineColumn:
+    """A machine's column, with every claim judged on the figures at the claim's subject's largest size."""
+    figures = {(f.subject, f.size): f for f in latest}
+    gpu = has_gpu(machine)
+    verdicts = {c.id: judge(c, largest(figures, c.subject), gpu) for c in claims}
+    return MachineColumn(machine, label, f"machine-{machine.id}", gpu, _hardware(profile(machine)),
+                         commit, run, figures, verdicts)
+
+
+def labels(machines: list[Machine]) -> dict[int, str]:
+    """Machine names, with a fingerprint where one name has had several hardware profiles."""
+    counts = Counter(m.name for m in machines)
+    return {m.id: m.name if counts[m.name] == 1 else f"{m.name} ({m.fingerprint[:8]})" for m in machines}
+
+
+def _gpus(p: dict[str, Any]) -> list[dict[str, Any]]:
+    gpus = p.get("gpus")
+    return [g for g in gpus if isinstance(g, dict)] if isinstance(gpus, list) else []
+
+
+def _gpu(gpu: dict[str, Any]) -> str:
+    parts = [str(gpu.get("name", "GPU"))]
+    if gpu.get("memory_total_bytes"):
+        parts.append(fmt.byte_size(gpu["memory_total_bytes"]))
+    if gpu.get("driver_version"):
+        parts.append(f"driver {gpu['driver_version']}")
+    if gpu.get("compute_capability"):
+        parts.append("compute " + ".".join(str(x) for x in gpu["compute_capability"]))
+    if gpu.get("power_limit_mw"):
+        parts.append(f"{gpu['power_limit_mw'] / 1000:.0f} W")
+    if gpu.get("max_sm_clock_mhz"):
+        parts.append(f"SM {gpu['max_sm_clock_mhz']} MHz")
+    return ", ".join(parts)
+
+
+def _mhz(p: dict[str, Any]) -> str:
+    keys = ("cpu_freq_min_mhz", "cpu_freq_max_mhz", "cpu_freq_current_mhz")
+    if not any(p.get(k) for k in keys):
+        return "—"
+    return " / ".join(f"{p[k]:.0f}" if p.get(k) else "—" for k in keys) + " MHz"
+
+
+def _text(value: Any) -> str:
+    if value is None or value == "":
+        return "—"
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+# (row label, profile keys it covers, how to show it)
+_ROWS = (
+    ("CPU", ("cpu_model",), lambda p: _text(p.get("cpu_model"))),
+    ("architecture", ("arch",), lambda p: _text(p.get("arch"))),
+    ("cores (physical / logical)", ("physical_cores", "logical_cores"),
+     lambda p: f"{_text(p.get('physical_cores'))} / {_text(p.get('logical_cores'))}"),
+    ("CPU frequency (min / max / now)", ("cpu_freq_min_mhz", "cpu_freq_max_mhz", "cpu_freq_current_mhz"), _mhz),
+    ("CPU governor", ("cpu_governor",), lambda p: _text(p.get("cpu_governor"))),
+    ("RAM", ("ram_total_bytes",), lambda p: fmt.byte_size(p.get("ram_total_bytes"))),
+    ("GPUs", ("gpus",), lambda p: "; ".join(_gpu(g) for g in _gpus(p)) or "none"),
+    ("GPU note", ("gpu_note",), lambda p: _text(p.get("gpu_note"))),
+    ("CUDA / cuDNN", ("cuda_version", "cudnn_version"),
+     lambda p: f"{_text(p.get('cuda_version'))} / {_text(p.get('cudnn_version'))}"),
+    ("operating system", ("os", "os_release"), lambda p: f"{_text(p.get('os'))} ({_text(p.get('os_release'))})"),
+    ("kernel", ("kernel",), lambda p: _text(p.get("kernel"))),
+    ("Python", ("python_version",), lambda p: _text(p.get("python_version"))),
+    ("torch (threads)", ("torch_version", "torch_threads"),
+     lambda p: f"{_text(p.get('torch_version'))} ({_text(p.get('torch_threads'))})"),
+    ("hostname", ("hostname",), lambda p: _text(p.get("hostname"))),
+    ("fingerprint", ("fingerprint",), lambda p: _text(p.get("fingerprint"))),
+)
+_HIDDEN = {"name", "format"}
+
+
+def profile_rows(machines: list[Machine]) -> list[tuple[str, list[str]]]:
+    """Rows of the side-by-side hardware table: a label and one text per machine."""
+    profiles = [profile(m) for m in machines]
+    rows = [(label, [show(p) for p in profiles]) for label, _, show in _ROWS]
+    known = {k for _, keys, _ in _ROWS for k in keys} | _HIDDEN
+    extra = sorted({k for p in profiles for k in p} - known)
+    rows += [(key, [_text(p.get(key)) for p in profiles]) for key in extra]
+    names = labels(machines)
+    if any(m.previous_id for m in machines):
+        rows.append(("replaces (hardware changed)", [names.get(m.previous_id, "an earlier profile")
+                                                     if m.previous_id else "—" for m in machines]))
+    return rows

@@ -1,0 +1,193 @@
+"""What the report reads beyond harness.comparison: commit order, every series' history in one
+query, and when, at which commit and with which profile each machine's latest data was measured.
+
+Commit order: `Commit.position` (first-parent order) where set, else `committed_at`, else the
+order commits were ingested in (their row id). The history query reads per-commit values only
+(no raw samples, no JSON), once for the whole site; raw samples are read for latest runs only,
+through `harness.comparison.figures`.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from dataclasses import dataclass, field
+
+from sqlalchemy import case, func, literal, select
+from sqlalchemy.dialects.postgresql import aggregate_order_by
+from sqlalchemy.orm import Session
+
+from db.models import Benchmark, Commit, Machine, Result
+from harness.comparison import SubjectFigures, figures
+
+HISTORY_METRICS = ("time", "items", "peak_memory")
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+@dataclass(frozen=True)
+class Series:
+    """One history: a benchmark's value on one machine, environment and parameter set.
+
+    `ranks` are indexes into `History.commits`, ascending; `values` are NaN where the run
+    failed or was skipped (`reasons` says why, by rank).
+    """
+
+    machine_id: int
+    environment_id: int
+    benchmark: Benchmark
+    params_key: str
+    variant: str
+    size: str
+    ranks: list[int]
+    values: list[float]
+    reasons: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def last_rank(self) -> int:
+        """The rank of the newest commit measured."""
+        return self.ranks[-1]
+
+    @property
+    def key(self) -> tuple[int, int, int, str]:
+        """(machine, environment, benchmark, params key): what identifies it in the database."""
+        return self.machine_id, self.environment_id, self.benchmark.id, self.params_key
+
+
+@dataclass(frozen=True)
+class History:
+    """Every commit with results, in report order, and every series over them."""
+
+    commits: list[Commit]
+    series: list[Series]
+
+    def commit(self, rank: int) -> Commit:
+        """The commit at `rank` in report order."""
+        return self.commits[rank]
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """When and how one machine measured one commit: profiles used, last start time, row count."""
+
+    profiles: tuple[str, ...]
+    measured_at: dt.datetime | None
+    results: int
+
+
+def _aware(when: dt.datetime | None) -> dt.datetime | None:
+    # SQLite hands back naive datetimes; they were written as UTC.
+    return when.replace(tzinfo=dt.timezone.utc) if when is not None and when.tzinfo is None else when
+
+
+def commit_key(commit: Commit) -> tuple:
+    """Sort key of the report's commit order (position, else commit time, else ingest order)."""
+    when = _aware(commit.committed_at)
+    return (commit.position is None, commit.position or 0, when is None, when or _EPOCH, commit.id)
+
+
+def ordered_commits(session: Session) -> list[Commit]:
+    """The commits that have results, oldest first."""
+    ids = select(Result.commit_id).distinct()
+    return sorted(session.scalars(select(Commit).where(Commit.id.in_(ids))), key=commit_key)
+
+
+def history(session: Session, metrics: tuple[str, ...] = HISTORY_METRICS) -> History:
+    """Every series of the given metrics, aggregated per series by the database in one query."""
+    commits = ordered_commits(session)
+    rank = {c.id: i for i, c in enumerate(commits)}
+    benches = {b.id: b for b in session.scalars(select(Benchmark).where(Benchmark.metric.in_(metrics)))}
+    reasons: dict[tuple, dict[int, str]] = {}
+    for machine_id, env_id, bench_id, key, commit_id, status, reason in session.execute(
+            select(Result.machine_id, Result.environment_id, Result.benchmark_id, Result.params_key,
+                   Result.commit_id, Result.status, Result.reason)
+            .where(Result.benchmark_id.in_(list(benches)), Result.status != "ok")):
+        reasons.setdefault((machine_id, env_id, bench_id, key), {})[rank[commit_id]] = reason or status
+    aggregated = _aggregated(session, list(benches))
+    params = _params(session, {k[3] for k, _, _ in aggregated})
+    series = []
+    for key, commit_ids, values in aggregated:
+        ranks = [rank[c] for c in commit_ids]
+        if ranks != sorted(ranks):
+            ranks, values = map(list, zip(*sorted(zip(ranks, values), key=lambda p: p[0])))
+        series.append(Series(key[0], key[1], benches[key[2]], key[3], *params[key[3]], ranks, values,
+                             reasons.get(key, {})))
+    return History(commits, series)
+
+
+def _aggregated(session: Session, bench_ids: list[int]) -> list[tuple[tuple, list[int], list[float]]]:
+    """(series key, commit ids, values) per series; a value is NaN where the run was not ok.
+
+    SQLite and PostgreSQL build each series' lists themselves (group_concat, array_agg), which
+    is several times faster than fetching one row per point; other databases fetch rows.
+    """
+    key = (Result.machine_id, Result.environment_id, Result.benchmark_id, Result.params_key)
+    ok = (Result.status == "ok") & Result.value.is_not(None)
+    where = Result.benchmark_id.in_(bench_ids)
+    dialect = session.get_bind().dialect.name
+    if dialect == "sqlite":
+        text = case((ok, func.printf("%.17g", Result.value)), else_=literal("nan"))
+        rows = session.execute(select(*key, func.group_concat(Result.commit_id), func.group_concat(text))
+                               .where(where).group_by(*key))
+        return [(tuple(r[:4]), list(map(int, r[4].split(","))), list(map(float, r[5].split(",")))) for r in rows]
+    if dialect == "postgresql":
+        value = case((ok, Result.value), else_=literal(math.nan))
+        rows = session.execute(select(*key, func.array_agg(aggregate_order_by(Result.commit_id, Result.commit_id)),
+                                      func.array_agg(aggregate_order_by(value, Result.commit_id)))
+                               .where(where).group_by(*key))
+        return [(tuple(r[:4]), list(r[4]), [float(v) for v in r[5]]) for r in rows]
+    grouped: dict[tuple, tuple[list[int], list[float]]] = {}
+    for *k, commit_id, status, v in session.execute(select(*key, Result.commit_id, Result.status, Result.value)
+                                                    .where(where)):
+        ids, values = grouped.setdefault(tuple(k), ([], []))
+        ids.append(commit_id)
+        values.append(float(v) if status == "ok" and v is not None else math.nan)
+    return [(k, ids, values) for k, (ids, values) in grouped.items()]
+
+
+def _params(session: Session, keys: set[str]) -> dict[str, tuple[str, str]]:
+    """(variant, size) of each params key; a key that is not ingest's JSON pair is looked up."""
+    out = {}
+    for key in keys:
+        try:
+            decoded = json.loads(key)
+        except ValueError:
+            decoded = None
+        if isinstance(decoded, list) and len(decoded) == 2 and all(isinstance(x, str) for x in decoded):
+            out[key] = (decoded[0], decoded[1])
+        else:
+            stored = session.scalar(select(Result.params).where(Result.params_key == key).limit(1)) or {}
+            out[key] = (str(stored.get("variant", "")), str(stored.get("size", "")))
+    return out
+
+
+def run_info(session: Session, machine_id: int, commit_ids: set[int]) -> dict[int, RunInfo]:
+    """Profiles, latest start time and result count of `machine_id`'s runs at these commits."""
+    rows = session.execute(select(Result.commit_id, Result.profile, func.max(Result.started_at), func.count())
+                           .where(Result.machine_id == machine_id, Result.commit_id.in_(commit_ids))
+                           .group_by(Result.commit_id, Result.profile))
+    out: dict[int, RunInfo] = {}
+    for commit_id, profile, started, count in rows:
+        old = out.get(commit_id, RunInfo((), None, 0))
+        times = [t for t in (old.measured_at, _aware(started)) if t is not None]
+        profiles = old.profiles + ((profile,) if profile else ())
+        out[commit_id] = RunInfo(tuple(sorted(profiles)), max(times) if times else None, old.results + count)
+    return out
+
+
+def latest_figures(session: Session, machine: Machine, series: list[Series],
+                   commits: list[Commit]) -> list[SubjectFigures]:
+    """Each subject and size at the newest commit that measured it on `machine`.
+
+    One `figures` query per distinct newest commit (usually one or two), not one per subject.
+    """
+    newest: dict[tuple[str, str], int] = {}
+    for s in series:
+        if s.machine_id == machine.id:
+            key = (s.benchmark.subject, s.size)
+            newest[key] = max(newest.get(key, -1), s.last_rank)
+    out = []
+    for rank in sorted(set(newest.values()), reverse=True):
+        for fig in figures(session, machine, commits[rank].id):
+            if newest.get((fig.subject, fig.size)) == rank:
+                out.append(fig)
+    return sorted(out, key=lambda f: (f.area, f.subject, f.size))

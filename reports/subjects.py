@@ -1,0 +1,260 @@
+"""Subject pages: each subject's history per machine and size, as charts with change points.
+
+A group is one machine, environment and size. Its charts: time per call and items/s for every
+variant, peak memory where measured, and each variant's speedup over the baseline per commit
+(the ratio of asv's per-commit medians; the interval at the newest commit is on the index).
+Change points come from reports/changes.py over time and peak memory; they are numbered on the
+charts and listed under them with the commit and its subject line.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from db.models import Commit
+from harness.claim import Claim
+from harness.comparison import SubjectFigures
+from reports import charts
+from reports.changes import Step
+from reports.machines import MachineColumn
+from reports.output import slug
+from reports.queries import History, Series
+
+TIME = charts.Quantity("seconds", "time per call ({unit})")
+MEMORY = charts.Quantity("bytes", "peak memory ({unit})")
+SPEEDUP = charts.Quantity("factor", "speedup ({unit})")
+DETECTED = {"time": "time per call", "peak_memory": "peak memory"}
+TICKS = 5
+
+
+@dataclass(frozen=True)
+class ChangeNote:
+    """A change point, told in words: where, which series, from what to what, at which commit."""
+
+    number: int
+    subject: str
+    page: str
+    anchor: str
+    machine: str
+    size: str
+    variant: str
+    metric: str
+    kind: str  # seconds | bytes: how `before`/`after` read
+    chart: str  # id of the chart the change is marked on
+    commit: Commit
+    previous: Commit
+    step: Step
+
+
+@dataclass(frozen=True)
+class Group:
+    """One machine, environment and size of a subject: its newest figures, charts and changes."""
+
+    anchor: str
+    column: MachineColumn
+    size: str
+    environment: str | None
+    figures: SubjectFigures | None
+    charts: tuple[charts.Chart, ...]
+    strip: charts.Strip | None
+    notes: tuple[ChangeNote, ...]
+    first: Commit
+    last: Commit
+    commits: int
+
+
+@dataclass(frozen=True)
+class SubjectPage:
+    """Everything the page of one subject shows."""
+
+    subject: str
+    area: str
+    page: str
+    item: str
+    description: str
+    variants: dict
+    equivalence: dict
+    claims: tuple[Claim, ...]
+    groups: tuple[Group, ...]
+
+
+_Groups = dict[str, dict[tuple[int, int, str], dict[str, dict[str, Series]]]]
+
+
+def _organise(series: list[Series]) -> _Groups:
+    out: _Groups = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
+    for s in series:
+        out[s.benchmark.subject][(s.machine_id, s.environment_id, s.size)][s.benchmark.metric][s.variant] = s
+    return out
+
+
+def _variant_order(group: dict[str, dict[str, Series]]) -> list[str]:
+    names = {v for by_variant in group.values() for v in by_variant}
+    declared = next((list((s.benchmark.details or {}).get("variants", {})) for by_variant in group.values()
+                     for s in by_variant.values()), [])
+    order = [v for v in declared if v in names] + sorted(names - set(declared))
+    return sorted(order, key=lambda v: v != "baseline")
+
+
+def detectable(history: History, machine_ids: set[int]) -> list[tuple[tuple, Series]]:
+    """The series change points are looked for in, each with its place on the pages:
+    (subject, (machine, environment, size), metric, variant)."""
+    return [((s.benchmark.subject, (s.machine_id, s.environment_id, s.size), s.benchmark.metric, s.variant), s)
+            for s in history.series if s.machine_id in machine_ids and s.benchmark.metric in DETECTED]
+
+
+def build(history: History, columns: dict[int, MachineColumn], claims: list[Claim], page_of: Callable[[str], str],
+          environments: dict[int, str], steps: dict[tuple, list[Step]]) -> tuple[list[SubjectPage], list[ChangeNote]]:
+    """Every subject page, and every change note (for the regressions and commits pages).
+
+    `steps` holds the change points by the places `detectable` gives.
+    """
+    organised = _organise([s for s in history.series if s.machine_id in columns])
+    pages, notes = [], []
+    for subject in sorted(organised, key=lambda s: (_any(organised[s]).benchmark.area, s)):
+        page = _page(subject, organised[subject], steps, history, columns, claims, page_of(subject), environments)
+        pages.append(page)
+        notes.extend(n for g in page.groups for n in g.notes)
+    return pages, notes
+
+
+def _any(groups: dict) -> Series:
+    return next(s for group in groups.values() for by_variant in group.values() for s in by_variant.values())
+
+
+def _page(subject: str, groups: dict, steps: dict, history: History, columns: dict[int, MachineColumn],
+          claims: list[Claim], page: str, environments: dict[int, str]) -> SubjectPage:
+    bench = _any(groups).benchmark
+    details = bench.details if isinstance(bench.details, dict) else {}
+    several_envs = len({env for _, env, _ in groups}) > 1
+    built = []
+    for key in sorted(groups, key=lambda k: (columns[k[0]].label, k[1], k[2])):
+        machine_id, env_id, size = key
+        context = _Context(subject, key, page, columns[machine_id], steps, history,
+                           [c for c in claims if c.subject == subject], bench.item or "item")
+        built.append(_group(context, groups[key], environments.get(env_id) if several_envs else None))
+    variants = details.get("variants") if isinstance(details.get("variants"), dict) else {}
+    equivalence = details.get("equivalence") if isinstance(details.get("equivalence"), dict) else {}
+    return SubjectPage(subject, bench.area, page, bench.item, str(details.get("description", "")), variants,
+                       equivalence, tuple(c for c in claims if c.subject == subject), tuple(built))
+
+
+@dataclass(frozen=True)
+class _Context:
+    subject: str
+    key: tuple[int, int, str]
+    page: str
+    column: MachineColumn
+    steps: dict
+    history: History
+    claims: list[Claim]
+    item: str
+
+    @property
+    def anchor(self) -> str:
+        """The group's HTML id on its page (from ids and a slug of the size: safe as is)."""
+        machine_id, env_id, size = self.key
+        return f"m{machine_id}-e{env_id}-{slug(size)}"
+
+
+def _group(ctx: _Context, group: dict[str, dict[str, Series]], environment: str | None) -> Group:
+    order = _variant_order(group)
+    css = {v: f"c{min(i, 5)}" for i, v in enumerate(order)}
+    notes = _notes(ctx, group, order)
+    ranks = sorted({r for by_variant in group.values() for s in by_variant.values() for r in s.ranks})
+    picks = [ranks[round(i * (len(ranks) - 1) / (TICKS - 1))] for i in range(TICKS)] if len(ranks) > 1 else ranks
+    ticks = [(r, ctx.history.commit(r).hash[:7]) for r in dict.fromkeys(picks)]
+    x_label = f"commit, oldest to newest ({len(ranks)} measured)"
+    marks = {m: [(n.step.rank, n.number, n.step.regression, f"{n.number}: {n.commit.hash[:10]} {n.commit.subject}")
+                 for n in notes if n.metric == DETECTED[m]] for m in DETECTED}
+    built = [
+        _time_chart(ctx, group, order, css, ticks, x_label, marks["time"]),
+        _rate_chart(ctx, group, order, css, ticks, x_label, marks["time"]),
+        _memory_chart(ctx, group, order, css, ticks, x_label, marks["peak_memory"]),
+        _speedup_chart(ctx, group, order, css, ticks, x_label, marks["time"]),
+    ]
+    figures = ctx.column.figures.get((ctx.subject, ctx.key[2]))
+    return Group(ctx.anchor, ctx.column, ctx.key[2], environment, figures, tuple(c for c in built if c),
+                 _strip(ctx, figures, css), tuple(notes), ctx.history.commit(ranks[0]),
+                 ctx.history.commit(ranks[-1]), len(ranks))
+
+
+def _notes(ctx: _Context, group: dict[str, dict[str, Series]], order: list[str]) -> list[ChangeNote]:
+    found = [(step, metric, variant) for metric in DETECTED for variant in order
+             if variant in group.get(metric, {})
+             for step in ctx.steps.get((ctx.subject, ctx.key, metric, variant), [])]
+    found.sort(key=lambda f: (f[0].rank, f[1], order.index(f[2])))
+    return [ChangeNote(i + 1, ctx.subject, ctx.page, ctx.anchor, ctx.column.label, ctx.key[2], variant,
+                       DETECTED[metric], "seconds" if metric == "time" else "bytes",
+                       f"{ctx.anchor}-{'time' if metric == 'time' else 'memory'}",
+                       ctx.history.commit(step.rank), ctx.history.commit(step.previous_rank), step)
+            for i, (step, metric, variant) in enumerate(found)]
+
+
+def _plots(series: dict[str, Series], order: list[str], css: dict[str, str]) -> list[charts.Plot]:
+    return [charts.Plot(v, css[v], series[v].ranks, series[v].values) for v in order if v in series]
+
+
+def _time_chart(ctx, group, order, css, ticks, x_label, marks) -> charts.Chart | None:
+    return charts.line_chart(f"{ctx.anchor}-time", "Time per call", TIME, _plots(group.get("time", {}), order, css),
+                             ticks, x_label, marks)
+
+
+def _memory_chart(ctx, group, order, css, ticks, x_label, marks) -> charts.Chart | None:
+    return charts.line_chart(f"{ctx.anchor}-memory", "Peak memory", MEMORY,
+                             _plots(group.get("peak_memory", {}), order, css), ticks, x_label, marks)
+
+
+def _aligned(target: Series, other: Series) -> np.ndarray:
+    """`other`'s values at `target`'s commits (NaN where it has none); both ranks ascend."""
+    values = np.asarray(other.values, dtype=float)
+    if target.ranks == other.ranks:
+        return values
+    have, want = np.asarray(other.ranks), np.asarray(target.ranks)
+    at = np.minimum(np.searchsorted(have, want), len(have) - 1)
+    return np.where(have[at] == want, values[at], math.nan)
+
+
+def _ratio(top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = top / bottom
+    return np.where(np.isfinite(out), out, math.nan)
+
+
+def _rate_chart(ctx, group, order, css, ticks, x_label, marks) -> charts.Chart | None:
+    plots = []
+    for v in order:
+        time, items = group.get("time", {}).get(v), group.get("items", {}).get(v)
+        if time is not None and items is not None:
+            rates = _ratio(_aligned(time, items), np.asarray(time.values, dtype=float))
+            plots.append(charts.Plot(v, css[v], time.ranks, rates))
+    quantity = charts.Quantity("rate", f"throughput ({{unit}}{ctx.item}s/s)")
+    return charts.line_chart(f"{ctx.anchor}-rate", f"Throughput ({ctx.item}s per second)", quantity, plots,
+                             ticks, x_label, marks)
+
+
+def _speedup_chart(ctx, group, order, css, ticks, x_label, marks) -> charts.Chart | None:
+    times = group.get("time", {})
+    base = times.get("baseline")
+    if base is None:
+        return None
+    plots = [charts.Plot(v, css[v], times[v].ranks,
+                         _ratio(_aligned(times[v], base), np.asarray(times[v].values, dtype=float)))
+             for v in order if v != "baseline" and v in times]
+    rules = [(1.0, "1× (as fast as the baseline)", "rule-even")]
+    rules += [(c.low, f"claimed {c.low:g}× ({c.variant}, {c.source})", "rule-claim")
+              for c in ctx.claims if c.kind == "speedup" and c.low is not None and c.variant in times]
+    return charts.line_chart(f"{ctx.anchor}-speedup", "Speedup: baseline time / variant time", SPEEDUP, plots,
+                             ticks, x_label, marks, rules)
+
+
+def _strip(ctx: _Context, figures: SubjectFigures | None, css: dict[str, str]) -> charts.Strip | None:
+    if figures is None:
+        return None
+    rows = [(v.variant, css.get(v.variant, "c5"), v.samples) for v in figures.variants]
+    return charts.strip_chart(f"{ctx.anchor}-samples", f"Raw samples of the newest run (commit {figures.commit[:7]})",
+                              TIME, rows)
