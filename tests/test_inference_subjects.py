@@ -26,12 +26,14 @@ from subjects.request_batcher import ServedStream
 SUBJECTS = ("half_precision", "half_precision_latency", "attention_kernel", "embedding_cache",
             "embedding_cache_miss", "length_sorted_batches", "request_batching", "compile")
 CLAIMS = Path(inference.__file__).with_name("inference_claims.toml")
-SEEDS = Path("/work/shared/seeds")
+SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
 
 
 def _prepare(key: str, tmp: Path):
     subject = REGISTRY.get(f"inference.{key}")
-    ctx = Context(size=subject.size("tiny"), device="cpu", cache_dir=tmp, threads=1)
+    # The compile subject compiles only for the process measuring the compiled variant.
+    variant = "compiled" if key == "compile" else "baseline"
+    ctx = Context(size=subject.size("tiny"), device="cpu", cache_dir=tmp, threads=1, variant=variant)
     return subject, subject.prepare(ctx)
 
 

@@ -17,7 +17,7 @@ from subjects import minilm, quantization
 from subjects.quantization import QuantizedEmbeddings, serialized_bytes
 
 CLAIMS = Path(quantization.__file__).with_name("quantization_claims.toml")
-SEEDS = Path("/work/shared/seeds")
+SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,7 @@ from __future__ import annotations
 from alembic import context
 
 from db.models import Base
+import db.alerts  # noqa: F401  (its tables belong to the schema too)
 
 config = context.config
 connection = config.attributes.get("connection")

@@ -20,7 +20,8 @@ def add_parser(sub) -> None:
     parser.add_argument("--bench", metavar="REGEX", help="only benchmarks whose name matches")
     parser.add_argument("--rerun", action="store_true", help="measure commits that already have results again")
     parser.add_argument("--workdir", type=Path, default=None,
-                        help="keep asv's environments, results and diagnostics under DIR (default: .asv)")
+                        help="keep asv's environments, results and diagnostics under DIR (default: .asv, or "
+                        "$PROOFBENCH_WORKDIR)")
     add_db_option(parser)
     parser.set_defaults(handler=handle)
 
@@ -39,7 +40,7 @@ def handle(args: argparse.Namespace) -> int:
     branch = args.branch or history.default_branch(repo)
     hashes = history.commits(repo, branch, args.range, args.since)
     profile = get_profile(args.profile)
-    layout = runner.Layout.under(args.workdir.resolve()) if args.workdir else runner.Layout()
+    layout = runner.Layout.under(args.workdir.resolve()) if args.workdir else runner.Layout.default()
     db = engine(args)
     console.print(f"{len(hashes)} commit(s) of {branch} ({hashes[0][:8]}..{hashes[-1][:8]}), profile "
                   f"[bold]{profile.name}[/], asv environment {history.ENVIRONMENT}")

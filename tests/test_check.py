@@ -1,0 +1,256 @@
+"""The nightly check: exit codes, the JSON format, and what "since the last check" means.
+
+Histories are written straight into SQLite (one commit a night, five samples a night,
+1% noise, seeded), so each test knows exactly where the step is.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+
+import numpy as np
+import pytest
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from db.alerts import Alert, CheckRun
+from db.models import Benchmark, Commit, Environment, Machine, Result
+from db.session import connect
+from harness import cli
+from harness.check import FORMAT, FORMAT_VERSION, run_check
+from harness.commands import check as check_command
+from harness.detect import detect
+from harness.series import load
+
+PARAMS = {"variant": "optimized", "size": "small"}
+
+
+def _hash(position: int) -> str:
+    return hashlib.sha1(f"commit {position}".encode()).hexdigest()
+
+
+class History:
+    """A database with one machine, one environment and benchmarks, filled night by night."""
+
+    def __init__(self, url: str, seed: int = 7) -> None:
+        self.url, self.engine = url, connect(url)
+        self.rng = np.random.default_rng(seed)
+        with Session(self.engine) as session, session.begin():
+            session.add_all([Machine(name="box", fingerprint="f1"), Machine(name="other", fingerprint="f2"),
+                             Environment(name="virtualenv-py3.11")])
+            session.add(Benchmark(name="loading.LmdbRead.time_call", version="1", subject="loading.lmdb_read",
+                                  area="loading", metric="time", unit="seconds", higher_is_better=False))
+            session.add(Benchmark(name="inference.Batching.track_tokens_per_second", version="1",
+                                  subject="inference.batching", area="inference", metric="tokens_per_second",
+                                  unit="tokens/s", higher_is_better=True))
+
+    def night(self, position: int, levels: dict[str, float], machine: str = "box") -> None:
+        """One commit at `position` with a result per benchmark named in `levels`."""
+        with Session(self.engine) as session, session.begin():
+            commit = session.scalar(select(Commit).where(Commit.hash == _hash(position)))
+            if commit is None:
+                commit = Commit(hash=_hash(position), subject=f"Change number {position}", branch="main",
+                                position=position,
+                                committed_at=dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+                                + dt.timedelta(days=position))
+                session.add(commit)
+                session.flush()
+            ids = {"machine": session.scalar(select(Machine.id).where(Machine.name == machine)),
+                   "env": session.scalar(select(Environment.id))}
+            for name, level in levels.items():
+                bench = session.scalar(select(Benchmark).where(Benchmark.name == name))
+                samples = [float(level * np.exp(self.rng.normal(0, 0.01))) for _ in range(5)]
+                session.add(Result(benchmark_id=bench.id, machine_id=ids["machine"], commit_id=commit.id,
+                                   environment_id=ids["env"], params=PARAMS,
+                                   params_key=json.dumps(list(PARAMS.values())), status="ok",
+                                   value=float(np.median(samples)), samples=samples))
+
+    def nights(self, start: int, stop: int, levels: dict[str, float], machine: str = "box") -> None:
+        for position in range(start, stop):
+            self.night(position, levels, machine)
+
+
+TIME = "loading.LmdbRead.time_call"
+RATE = "inference.Batching.track_tokens_per_second"
+
+
+def _check(url: str, *extra: str, fmt: str = "json") -> int:
+    """`proofbench check` through the real entry point (the one place exit codes are made)."""
+    saved = cli.COMMANDS
+    cli.COMMANDS = tuple(dict.fromkeys(saved + (check_command,)))  # once listed in cli.py, a no-op
+    try:
+        return cli.main(["check", "--no-git", "--db", url, "--format", fmt, *extra])
+    finally:
+        cli.COMMANDS = saved
+
+
+def check_json(url: str, capsys, *extra: str) -> tuple[int, dict]:
+    capsys.readouterr()
+    status = _check(url, *extra)
+    return status, json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture
+def step(sqlite_url):
+    """Time per call 1.0 ms for ten nights, then 1.3 ms for ten: a regression at night 10."""
+    h = History(sqlite_url)
+    h.nights(0, 10, {TIME: 1.0e-3})
+    h.nights(10, 20, {TIME: 1.3e-3})
+    return h
+
+
+def test_a_flat_history_exits_0_with_the_documented_shape(sqlite_url, capsys):
+    History(sqlite_url).nights(0, 12, {TIME: 1.0e-3, RATE: 5000.0})
+    status, report = check_json(sqlite_url, capsys)
+    assert status == 0
+    assert list(report) == ["format", "version", "status", "exit_code", "check", "counts", "alerts"]
+    assert (report["format"], report["version"], report["status"], report["exit_code"]) == (FORMAT, FORMAT_VERSION,
+                                                                                             "ok", 0)
+    assert set(report["check"]) == {"id", "at", "branch", "since", "recorded", "fail_on", "previous"}
+    assert report["check"]["branch"] == "main" and report["check"]["previous"] is None
+    assert report["counts"] == {"series": 2, "new_regressions": 0, "new_improvements": 0,
+                                "still_open_regressions": 0, "still_open_improvements": 0, "resolved": 0}
+    assert report["alerts"] == []
+
+
+def test_a_slowdown_is_a_new_regression_naming_its_commit(step, capsys):
+    status, report = check_json(step.url, capsys)
+    assert status == 1 and report["status"] == "regression" and report["counts"]["new_regressions"] == 1
+    (alert,) = report["alerts"]
+    assert set(alert) == {"id", "state", "kind", "series", "commit", "previous_commit", "before", "after", "ratio",
+                          "p_value", "score", "first_reported", "resolved_at"}
+    assert (alert["state"], alert["kind"]) == ("new", "regression")
+    assert alert["series"] == {"machine": "box", "environment": "virtualenv-py3.11", "benchmark": TIME,
+                               "subject": "loading.lmdb_read", "metric": "time", "unit": "seconds",
+                               "higher_is_better": False, "params": PARAMS}
+    assert alert["commit"]["hash"] == _hash(10) and alert["commit"]["subject"] == "Change number 10"
+    assert alert["commit"]["short"] == _hash(10)[:8] and alert["commit"]["position"] == 10
+    assert alert["previous_commit"]["hash"] == _hash(9)
+    assert alert["before"] == pytest.approx(1.0e-3, rel=0.02) and alert["after"] == pytest.approx(1.3e-3, rel=0.02)
+    assert alert["ratio"] == pytest.approx(1.3, rel=0.03) and alert["p_value"] < 0.003
+    assert alert["first_reported"]["check"] == report["check"]["id"] and alert["resolved_at"] is None
+
+
+def test_the_next_check_reports_it_still_open_not_new(step, capsys):
+    first_status, first = check_json(step.url, capsys)
+    step.nights(20, 22, {TIME: 1.3e-3})
+    status, second = check_json(step.url, capsys)
+    assert (first_status, status) == (1, 0)
+    (alert,) = second["alerts"]
+    assert alert["state"] == "open" and alert["id"] == first["alerts"][0]["id"]
+    assert alert["first_reported"] == first["alerts"][0]["first_reported"]
+    assert second["check"]["previous"]["id"] == first["check"]["id"]
+    assert second["counts"]["new_regressions"] == 0 and second["counts"]["still_open_regressions"] == 1
+    assert check_json(step.url, capsys, "--fail-on", "open")[0] == 1  # still broken, if asked
+
+
+def test_an_alert_does_not_move_when_the_step_is_found_a_little_later(step, capsys):
+    _, first = check_json(step.url, capsys)
+    with Session(step.engine) as session, session.begin():  # nights 10 and 11 measured again: old level
+        ids = session.scalars(select(Commit.id).where(Commit.position.in_([10, 11]))).all()
+        session.execute(delete(Result).where(Result.commit_id.in_(ids)))
+    step.night(10, {TIME: 1.0e-3})
+    step.night(11, {TIME: 1.0e-3})
+    with Session(step.engine) as session:
+        (s,) = load(session, "main")
+    (fresh,) = detect(s.values, samples=s.samples)
+    assert s.points[fresh.index].commit.position == 12  # detect alone would now say night 12
+    status, second = check_json(step.url, capsys)
+    assert status == 0
+    (alert,) = second["alerts"]
+    assert alert["state"] == "open" and alert["commit"] == first["alerts"][0]["commit"]
+    for key in ("before", "after", "ratio", "p_value"):
+        assert alert[key] == first["alerts"][0][key]
+
+
+def test_an_alert_does_not_vanish_when_the_step_is_no_longer_found(step, capsys):
+    check_json(step.url, capsys)
+    with Session(step.engine) as session, session.begin():  # the slow nights' results are withdrawn
+        ids = session.scalars(select(Commit.id).where(Commit.position >= 11)).all()
+        session.execute(delete(Result).where(Result.commit_id.in_(ids)))
+    with Session(step.engine) as session:
+        (s,) = load(session, "main")
+    assert detect(s.values, samples=s.samples) == []
+    status, report = check_json(step.url, capsys)
+    assert status == 0 and [(a["state"], a["commit"]["hash"]) for a in report["alerts"]] == [("open", _hash(10))]
+
+
+def test_a_fix_resolves_the_regression_and_is_an_improvement(step, capsys):
+    check_json(step.url, capsys)
+    step.nights(20, 30, {TIME: 1.0e-3})
+    status, report = check_json(step.url, capsys)
+    assert status == 0
+    states = {(a["state"], a["kind"]): a for a in report["alerts"]}
+    assert set(states) == {("new", "improvement"), ("resolved", "regression")}
+    assert states[("resolved", "regression")]["resolved_at"]["hash"] == _hash(20)
+    assert states[("new", "improvement")]["commit"]["hash"] == _hash(20)
+    _, later = check_json(step.url, capsys)
+    assert [(a["state"], a["kind"]) for a in later["alerts"]] == [("open", "improvement")]
+
+
+def test_direction_comes_from_the_metric(sqlite_url, capsys):
+    h = History(sqlite_url)
+    h.nights(0, 10, {TIME: 1.0e-3, RATE: 5000.0})
+    h.nights(10, 20, {TIME: 0.7e-3, RATE: 3500.0})  # faster calls, fewer tokens/s
+    status, report = check_json(sqlite_url, capsys)
+    kinds = {a["series"]["benchmark"]: a["kind"] for a in report["alerts"]}
+    assert kinds == {TIME: "improvement", RATE: "regression"} and status == 1
+    assert report["alerts"][0]["series"]["benchmark"] == RATE  # regressions come first
+
+
+def test_only_improvements_exit_0(sqlite_url, capsys):
+    h = History(sqlite_url)
+    h.nights(0, 10, {TIME: 1.0e-3})
+    h.nights(10, 20, {TIME: 0.5e-3})
+    status, report = check_json(sqlite_url, capsys)
+    assert status == 0 and report["counts"]["new_improvements"] == 1 and report["status"] == "ok"
+
+
+def test_machines_are_separate_series(sqlite_url, capsys):
+    h = History(sqlite_url)
+    h.nights(0, 20, {TIME: 1.0e-3}, machine="other")
+    h.nights(0, 10, {TIME: 1.0e-3})
+    h.nights(10, 20, {TIME: 1.3e-3})
+    _, report = check_json(sqlite_url, capsys)
+    assert report["counts"]["series"] == 2
+    assert [a["series"]["machine"] for a in report["alerts"]] == ["box"]
+
+
+def test_since_limits_the_report_to_later_commits(step, capsys):
+    assert check_json(step.url, capsys, "--since", _hash(15)[:10], "--no-record")[1]["alerts"] == []
+    status, report = check_json(step.url, capsys, "--since", _hash(10), "--no-record")
+    assert status == 1 and [a["commit"]["hash"] for a in report["alerts"]] == [_hash(10)]
+    assert check_json(step.url, capsys, "--since", "2026-11-16", "--no-record")[0] == 0  # night 15 on
+    assert check_json(step.url, capsys, "--since", "2026-11-05", "--no-record")[0] == 1
+
+
+def test_no_record_looks_without_remembering(step, capsys):
+    status, report = check_json(step.url, capsys, "--no-record")
+    assert status == 1 and report["check"]["recorded"] is False and report["alerts"][0]["id"] is None
+    with Session(step.engine) as session:
+        assert session.scalars(select(Alert)).all() == [] and session.scalars(select(CheckRun)).all() == []
+    assert check_json(step.url, capsys)[1]["alerts"][0]["state"] == "new"
+
+
+def test_errors_exit_2_and_still_print_json(step, capsys):
+    status, report = check_json(step.url, capsys, "--since", "no-such-revision")
+    assert status == 2 and report["status"] == "error" and "no-such-revision" in report["error"]
+    status, report = check_json("nosuchdialect://nowhere", capsys)
+    assert status == 2 and report["exit_code"] == 2 and "nosuchdialect" in report["error"]
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_text_and_markdown_name_the_commit_and_the_change(step, capsys, fmt):
+    capsys.readouterr()
+    assert _check(step.url, fmt=fmt) == 1
+    out = capsys.readouterr().out
+    assert _hash(10)[:8] in out and "Change number 10" in out and TIME in out
+    assert "1 new regression(s)" in out and ("| new | regression |" in out) == (fmt == "markdown")
+
+
+def test_run_check_rejects_an_unknown_fail_on(step):
+    from harness.errors import InputError
+
+    with pytest.raises(InputError, match="fail_on must be one of new, open"):
+        run_check(step.engine, "main", fail_on="sometimes")

@@ -1,0 +1,192 @@
+"""The change-point detector: exact cases, the nightly tracker's stability, the generator."""
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from harness import history_synth as synth
+from harness.detect import ChangePoint, Tracker, _u_tail, detect
+from harness.errors import InputError
+
+
+def _noisy(levels, cv=0.01, seed=0):
+    # Log-normal noise around the given levels, one value per commit.
+    rng = np.random.default_rng(seed)
+    return [float(v * math.exp(rng.normal(0.0, cv))) for v in levels]
+
+
+def _step(n_before=30, n_after=30, factor=1.10, cv=0.01, seed=0):
+    return _noisy([1.0] * n_before + [factor] * n_after, cv, seed)
+
+
+def test_clean_ten_percent_step_is_found_at_its_index():
+    found = detect(_step())
+    assert len(found) == 1
+    cp = found[0]
+    assert isinstance(cp, ChangePoint)
+    assert (cp.index, cp.direction, cp.regression) == (30, 1, True)
+    assert cp.before == pytest.approx(1.0, rel=0.01)
+    assert cp.after == pytest.approx(1.10, rel=0.01)
+    assert cp.ratio == pytest.approx(1.10, rel=0.02)
+    assert cp.p_value < 1e-3 and cp.score > 5
+
+
+def test_a_drop_in_time_is_an_improvement_reported_too():
+    (cp,) = detect(_step(factor=0.9))
+    assert (cp.index, cp.direction, cp.regression) == (30, -1, False)
+
+
+@pytest.mark.parametrize("factor", [1.5, 2.0, 3.0])
+def test_a_single_outlier_is_not_a_step(factor):
+    values = _noisy([1.0] * 60, seed=1)
+    values[25] *= factor
+    assert detect(values) == []
+
+
+def test_an_outlier_on_the_last_commit_is_not_a_step():
+    values = _noisy([1.0] * 40, seed=2)
+    values[-1] *= 2.0
+    assert detect(values) == []
+
+
+def test_higher_is_better_drop_is_a_regression_and_rise_an_improvement():
+    (drop,) = detect(_step(factor=0.9), higher_is_better=True)
+    assert (drop.direction, drop.regression) == (-1, True)
+    (rise,) = detect(_step(factor=1.1), higher_is_better=True)
+    assert (rise.direction, rise.regression) == (1, False)
+
+
+def test_missing_values_are_skipped_and_indexes_stay_original():
+    values = _step()
+    values[10] = None
+    values[20] = math.nan
+    values[30] = math.nan  # the first commit at the new level failed
+    (cp,) = detect(values)
+    assert cp.index == 31 and cp.direction == 1
+
+
+def test_too_few_values_give_no_change_points():
+    assert detect([]) == []
+    assert detect([1.0, None, 2.0]) == []
+
+
+def test_samples_path_finds_the_step():
+    rng = np.random.default_rng(3)
+    values, samples = [], []
+    for i in range(50):
+        run = (1.1 if i >= 25 else 1.0) * math.exp(rng.normal(0, 0.005))
+        s = list(run * np.exp(rng.normal(0, 0.01, 7)))
+        samples.append(s)
+        values.append(float(np.median(s)))
+    samples[7] = None  # a commit without samples falls back to its value
+    (cp,) = detect(values, samples=samples)
+    assert (cp.index, cp.direction) == (25, 1)
+    assert cp.p_value < 1e-6
+
+
+def test_samples_must_match_values():
+    with pytest.raises(InputError, match="samples has 2 entries"):
+        detect([1.0, 1.0, 1.0], samples=[[1.0], [1.0]])
+
+
+def test_slow_drift_is_not_a_step():
+    values = _noisy([1.0 + 0.001 * i for i in range(150)], cv=0.01, seed=4)
+    assert detect(values) == []
+
+
+def test_bimodal_noise_without_step_is_quiet():
+    rng = np.random.default_rng(5)
+    levels = [1.10 if rng.random() < 0.3 else 1.0 for _ in range(120)]
+    assert detect(_noisy(levels, cv=0.01, seed=6)) == []
+
+
+def test_exact_rank_tail_matches_enumeration():
+    # P(U >= u) for m = 3 values above n = 4, from every equally likely rank assignment.
+    m, n = 3, 4
+    counts = np.zeros(m * n + 1)
+    for top in itertools.combinations(range(m + n), m):
+        u = sum(sum(1 for r in range(m + n) if r not in top and r < t) for t in top)
+        counts[u] += 1
+    tail = np.cumsum((counts / counts.sum())[::-1])[::-1]
+    assert np.allclose(_u_tail(m, n), tail)
+
+
+def test_tracker_alerts_once_and_never_moves_or_withdraws():
+    values = _noisy([1.0] * 40 + [1.25] * 20 + [1.0] * 20, seed=7)
+    tracker = Tracker()
+    raised: list[tuple[int, ChangePoint]] = []
+    for night, v in enumerate(values):
+        before = tracker.alerts
+        new = tracker.add(v)
+        raised += [(night, cp) for cp in new]
+        assert tracker.alerts[:len(before)] == before  # earlier alerts unchanged
+        assert tracker.alerts[len(before):] == tuple(new)
+    assert [(cp.index, cp.direction) for _, cp in raised] == [(40, 1), (60, -1)]
+    (up_night, up), (down_night, down) = raised
+    assert 40 < up_night <= 44 and 60 < down_night <= 64
+    assert up.regression and not down.regression
+
+
+def test_tracker_skips_failed_nights_and_keeps_indexes():
+    values = _noisy([1.0] * 30 + [1.2] * 10, seed=8)
+    values[31] = None
+    tracker = Tracker()
+    alerts = [cp for v in values for cp in tracker.add(v)]
+    assert [(cp.index, cp.direction) for cp in alerts] == [(30, 1)]
+
+
+def test_tracker_ignores_a_single_outlier_night():
+    values = _noisy([1.0] * 50, seed=9)
+    values[30] *= 2.5
+    tracker = Tracker()
+    assert [cp for v in values for cp in tracker.add(v)] == []
+
+
+def test_tracker_restored_from_stored_history_and_alerts_raises_only_new_ones():
+    values = _noisy([1.0] * 40 + [1.25] * 20 + [1.0] * 10, seed=10)
+    first = Tracker()
+    for v in values[:50]:
+        first.add(v)
+    assert [(a.index, a.direction) for a in first.alerts] == [(40, 1)]
+    # Tomorrow's job is a new process: it gets the stored history and alerts.
+    tomorrow = Tracker(history=values[:50], alerts=first.alerts)
+    new = [cp for v in values[50:] for cp in tomorrow.add(v)]
+    assert [(cp.index, cp.direction) for cp in new] == [(60, -1)]
+    assert tomorrow.alerts[0] == first.alerts[0]
+    # Without the stored alerts, the first night reports the step already in the history.
+    assert [(cp.index, cp.direction) for cp in Tracker(history=values[:50]).add(values[50])] \
+        == [(40, 1)]
+
+
+def test_values_at_or_below_zero_are_compared_unlogged():
+    (cp,) = detect([0.0, 0.01] * 12 + [1.0, 1.01] * 12)
+    assert (cp.index, cp.direction, cp.before, cp.after) == (24, 1, 0.005, 1.005)
+
+
+def test_generator_is_deterministic_and_its_truth_is_in_the_values():
+    a = synth.generate(3, seed=11)
+    b = synth.generate(3, seed=11)
+    assert a == b
+    assert synth.generate(3, seed=12) != a
+    assert len(a) == 3 * len(synth.NOISE_MODELS)
+    for h in a:
+        assert synth.LENGTHS[0] <= len(h) <= synth.LENGTHS[1]
+        assert len(h.samples) == len(h)
+        assert all(5 <= len(s) <= 10 for s in h.samples)
+        assert h.values[0] == pytest.approx(float(np.median(h.samples[0])))
+        for step in h.steps:
+            assert synth.WARMUP <= step.index <= len(h) - synth.TAIL
+            assert step.size in synth.STEP_SIZES and step.direction in (-1, 1)
+
+
+def test_generator_step_sizes_show_in_clean_histories():
+    rng = np.random.default_rng(13)
+    steps = (synth.Step(40, 0.25, 1), synth.Step(80, 0.10, -1))
+    h = synth.make_history(rng, "gauss1", 120, steps, "t")
+    y = np.log(h.values)
+    edges = [0, *(s.index for s in h.steps), len(h)]
+    for j, step in enumerate(h.steps):
+        before = np.median(y[edges[j]:edges[j + 1]])
+        after = np.median(y[edges[j + 1]:edges[j + 2]])
+        assert after - before == pytest.approx(math.log(step.factor), abs=0.01)
