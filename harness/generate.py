@@ -108,7 +108,8 @@ def render_class(subject: Subject) -> str:
 
 def render_area(registry: Registry, area: str) -> str | None:
     """The source of one area's module, or None when the area has no subjects."""
-    subjects = registry.area(area)
+    # Sorted, so the module does not depend on the order subject modules were imported in.
+    subjects = sorted(registry.area(area), key=lambda s: s.name)
     if not subjects:
         return None
     return _MODULE.format(area=area, classes="".join(render_class(s) for s in subjects))

@@ -10,7 +10,6 @@ import pytest
 import torch
 
 from harness import capability
-from harness.claim import load_claims
 from harness.declare import Context
 from harness.errors import EquivalenceError
 from harness.registry import REGISTRY
@@ -25,8 +24,6 @@ from subjects.request_batcher import ServedStream
 # asv prepares one subject per process).
 SUBJECTS = ("half_precision", "half_precision_latency", "attention_kernel", "embedding_cache",
             "embedding_cache_miss", "length_sorted_batches", "request_batching", "compile")
-CLAIMS = Path(inference.__file__).with_name("inference_claims.toml")
-SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
 
 
 def _prepare(key: str, tmp: Path):
@@ -188,16 +185,3 @@ def test_gpu_only_variants_declare_their_requirement_and_say_why_not_here():
         assert requirement in variant.requires
         if not torch.cuda.is_available():
             assert "CUDA" in capability.missing(variant.requires, "cpu")
-
-
-def test_claims_quote_their_seed_and_name_declared_variants_and_metrics():
-    claims = load_claims(CLAIMS)
-    assert len(claims) >= 10
-    for claim in claims:
-        subject = REGISTRY.get(claim.subject)
-        subject.variant(claim.variant)
-        metrics = {"time", "items", "peak_memory", subject.equivalence.metric.name}
-        assert claim.metric in metrics | {m.metric.name for m in subject.measures}, claim.id
-        seed = SEEDS / claim.source
-        if seed.exists():
-            assert claim.quote in seed.read_text(), claim.id

@@ -6,15 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.claim import load_claims
 from harness.declare import Context, Subject, Workload
 from harness.errors import InputError
 from harness.registry import REGISTRY
 from subjects import loading  # registers the two subjects (other areas are not needed here)
 from subjects.proteins import generate_proteins
 
-CLAIMS = Path(loading.__file__).with_name("loading_claims.toml")
-SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
 KEYS = ("loading.lmdb_read", "loading.fasta_to_lmdb")
 
 
@@ -128,20 +125,3 @@ def test_prepare_without_fixtures_names_the_missing_file(tmp_path, key, missing)
     subject = _subject(key)
     with pytest.raises(InputError, match=missing):
         subject.prepare(Context(size=subject.size("tiny"), device="cpu", cache_dir=tmp_path, threads=1))
-
-
-def test_claims_name_these_subjects_and_parse():
-    claims = load_claims(CLAIMS)
-    assert {c.subject for c in claims} == set(KEYS)
-    kinds = {(c.subject, c.kind): c for c in claims}
-    assert kinds[("loading.lmdb_read", "speedup")].low == 5.0
-    assert kinds[("loading.lmdb_read", "throughput")].low == 5000.0
-    for claim in claims:
-        assert claim.id.startswith(claim.subject + "/000-")
-        _subject(claim.subject).variant(claim.variant)  # raises if the variant is unknown
-
-
-@pytest.mark.skipif(not SEEDS.is_dir(), reason=f"seed documents not present at {SEEDS}")
-def test_claim_quotes_are_copied_exactly_from_the_seed():
-    for claim in load_claims(CLAIMS):
-        assert claim.quote in (SEEDS / claim.source).read_text(encoding="utf-8"), claim.id

@@ -1,0 +1,159 @@
+"""The training subjects (and loading.dataloader) at size tiny: equivalence, broken variants, GPU skips, claims."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness import capability
+from harness.declare import Context, Subject, Workload
+from harness.errors import DeclarationError, Skip
+from harness.registry import REGISTRY, load
+from subjects.attention import CachedMask, causal_mask
+from subjects.trainer import accumulate, train
+
+load()  # every area module, in the registry's order, before naming any subject module
+from subjects import dataloading, training  # noqa: E402
+
+KEYS = ("training.mixed_precision", "training.gradient_checkpointing", "training.fused_optimizer",
+        "training.causal_mask_cache", "training.memory_queries", "training.grad_accumulation",
+        "loading.dataloader")
+# Variants doing the very same arithmetic as the baseline: on CPU the outputs are bit-identical.
+EXACT_ON_CPU = ("training.gradient_checkpointing", "training.causal_mask_cache", "training.memory_queries",
+                "loading.dataloader")
+GPU_ONLY = (("training.mixed_precision", "fp16"), ("training.mixed_precision", "tf32"),
+            ("loading.dataloader", "pinned"))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    """One intra-op thread, as the quick profile runs: faster and steadier on a small machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _prepare(key: str, cache_dir: Path, variant: str = "baseline") -> tuple[Subject, Workload]:
+    subject = REGISTRY.get(key)
+    if subject.build_cache is not None:
+        subject.build_cache(cache_dir, (subject.size("tiny"),))
+    ctx = Context(size=subject.size("tiny"), device="cpu", cache_dir=cache_dir, threads=1, variant=variant)
+    return subject, subject.prepare(ctx)
+
+
+def _runnable(subject: Subject) -> list:
+    return [v for v in subject.variants if capability.missing(v.requires, "cpu") is None]
+
+
+def _fails(subject: Subject, baseline: object, broken: object) -> bool:
+    return not subject.equivalence.passes(subject.equivalence.compare(baseline, broken))
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_every_runnable_variant_is_equivalent_and_repeatable(key, tmp_path):
+    subject = REGISTRY.get(key)
+    for variant in _runnable(subject):
+        _, work = _prepare(key, tmp_path, variant.name)  # as the benchmark process of that variant does
+        baseline = subject.variant("baseline").run(work.inputs)
+        first, second = variant.run(work.inputs), variant.run(work.inputs)
+        assert subject.equivalence.compare(first, second) == 0.0, variant.name  # a call is repeatable
+        value = subject.equivalence.compare(baseline, first)
+        assert subject.equivalence.passes(value), (variant.name, value)
+        assert value == 0.0 or key not in EXACT_ON_CPU, (variant.name, value)
+    assert work.items > 0 and [s.name for s in subject.sizes] == ["tiny", "small", "large"]
+
+
+@pytest.mark.parametrize("key", ["training.mixed_precision", "training.gradient_checkpointing",
+                                 "training.memory_queries"])
+def test_a_different_learning_rate_is_caught(key, tmp_path):
+    subject, run = _prepare(key, tmp_path)
+    baseline = subject.variant("baseline").run(run.inputs)
+    assert _fails(subject, baseline, train(run.inputs, lr=2 * run.inputs.lr))
+
+
+def test_an_optimizer_with_a_different_learning_rate_is_caught(tmp_path):
+    subject, work = _prepare("training.fused_optimizer", tmp_path)
+    baseline = subject.variant("baseline").run(work.inputs)
+    faster = dataclasses.replace(work.inputs, lr=2 * work.inputs.lr)
+    assert _fails(subject, baseline, training._adamw_fused(faster))
+
+
+def test_accumulation_that_forgets_to_divide_the_loss_is_caught(tmp_path):
+    subject, work = _prepare("training.grad_accumulation", tmp_path)
+    baseline = subject.variant("baseline").run(work.inputs)
+    summed = accumulate(work.inputs.run, work.inputs.micro_batches, loss_scale=1.0)
+    assert _fails(subject, baseline, summed)
+    assert torch.allclose(summed.gradient, baseline.gradient * work.inputs.micro_batches, atol=1e-5)
+
+
+def test_a_mask_that_lets_tokens_see_ahead_is_caught(tmp_path):
+    subject, work = _prepare("training.causal_mask_cache", tmp_path)
+    baseline = subject.variant("baseline").run(work.inputs)
+    work.inputs.model.masks = lambda n, device, dtype: torch.triu(
+        torch.full((n, n), float("-inf"), dtype=dtype, device=device), diagonal=2)
+    assert _fails(subject, baseline, training._forwards(work.inputs))
+
+
+def test_a_loader_that_loses_a_batch_is_caught(tmp_path):
+    subject, work = _prepare("loading.dataloader", tmp_path, "workers")
+    baseline = subject.variant("baseline").run(work.inputs)
+    batches = list(work.inputs.inline)[:-1]
+    assert _fails(subject, baseline, train(work.inputs.run, batches=batches))
+    assert work.inputs.workers.num_workers >= 1 and work.inputs.workers.persistent_workers
+    assert work.inputs.workers._iterator is not None  # workers were started in prepare
+
+
+def test_memory_queries_are_counted():
+    run_steps = REGISTRY.get("training.memory_queries").size("tiny")["steps"]
+    subject, work = _prepare("training.memory_queries", Path("."))
+    (queries,) = subject.measures
+    counts = {v.name: queries.measure(work.inputs, v.run(work.inputs)) for v in subject.variants}
+    assert counts == {"baseline": run_steps, "once": 1}
+    assert set(training.memory_snapshot("cpu")) == {"cpu_percent", "rss", "available"}
+
+
+def test_cached_mask_is_built_once_per_length_device_and_dtype():
+    cache = CachedMask()
+    cpu = torch.device("cpu")
+    first = cache(8, cpu, torch.float32)
+    assert cache(8, cpu, torch.float32) is first
+    assert cache(9, cpu, torch.float32) is not first and cache(8, cpu, torch.bfloat16).dtype == torch.bfloat16
+    assert torch.equal(first, causal_mask(8, cpu, torch.float32)) and first[0, 1] == float("-inf")
+    cache.clear()
+    assert cache(8, cpu, torch.float32) is not first
+
+
+@pytest.mark.parametrize("key, name", GPU_ONLY)
+def test_gpu_only_variants_declare_cuda_and_are_skipped_here_with_a_reason(key, name):
+    variant = REGISTRY.get(key).variant(name)
+    assert "cuda" in variant.requires
+    reason = capability.missing(variant.requires, "cpu")
+    assert reason and "CUDA" in reason
+
+
+def test_compile_is_equivalent_and_reports_its_compile_seconds(tmp_path):
+    reason = capability.missing(("compile",), "cpu")
+    if reason:
+        pytest.skip(reason)
+    subject, work = _prepare("training.compile", tmp_path, "compiled")
+    baseline, compiled = subject.variant("baseline").run(work.inputs), subject.variant("compiled").run(work.inputs)
+    assert subject.equivalence.passes(subject.equivalence.compare(baseline, compiled))
+    assert _fails(subject, baseline, train(work.inputs.run, forward=work.inputs.compiled, lr=2e-3))
+    (seconds,) = subject.measures
+    assert seconds.measure(work.inputs, compiled) > 0 and seconds.measure(work.inputs, baseline) == 0
+
+
+def test_compile_failure_is_a_skip_with_the_reason(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise RuntimeError("no C++ compiler here\nsecond line")
+
+    monkeypatch.setattr(torch, "compile", refuse)
+    with pytest.raises(Skip, match="torch.compile failed on this machine: RuntimeError: no C\\+\\+ compiler here$"):
+        _prepare("training.compile", Path("."), "compiled")
+    subject, work = _prepare("training.compile", Path("."))  # the baseline's process compiles nothing
+    assert work.inputs.compiled is None and subject.variant("baseline").run(work.inputs).losses.numel() == 2
+    with pytest.raises(DeclarationError, match="prepare it with Context\\(variant='compiled'\\)"):
+        subject.variant("compiled").run(work.inputs)
