@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 PROFILE ?= quick
 
-.PHONY: run test install install-test report clean
+.PHONY: run test install install-test report evaluate-detect render-benchmark clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,13 @@ report: install
 
 test: install-test
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# Benchmark scripts (not tests): the detector on synthetic histories, the report at scale.
+evaluate-detect: install
+	$(BIN)/python -m harness.detect_evaluation
+
+render-benchmark: install
+	$(BIN)/python -m reports.render_benchmark
 
 clean:
 	rm -rf .asv reports/site db/proofbench.sqlite*

@@ -44,6 +44,8 @@ class Claim:
         """The promised figure in words, for tables."""
         if self.low is None:
             return "quality kept"
+        if self.kind == "speedup" and self.low == 1.0 and self.high in (None, 1.0):
+            return "faster (no figure given)"
         span = f"{self.low:g}" if self.high in (None, self.low) else f"{self.low:g}-{self.high:g}"
         if self.kind == "speedup":
             return f"{span}x faster"

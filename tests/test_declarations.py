@@ -141,3 +141,15 @@ def test_malformed_claims_name_file_and_key(tmp_path, text, message):
     with pytest.raises(InputError) as err:
         load_claims(path)
     assert str(path) in str(err.value) and message in str(err.value)
+
+
+def test_claim_promise_reads_as_the_document_promised():
+    from harness.claim import Claim
+
+    base = dict(id="x", subject="s.t", variant="optimized", source="000.txt", quote="q", metric="time")
+    assert Claim(kind="speedup", low=2.0, high=3.0, **base).promise == "2-3x faster"
+    assert Claim(kind="speedup", low=1.0, high=1.0, **base).promise == "faster (no figure given)"
+    assert Claim(kind="throughput", low=5000.0, high=5000.0, **base).promise == "5000 items/s"
+    assert Claim(kind="memory_reduction", low=0.3, high=0.5, **{**base, "metric": "peak_memory"}).promise \
+        == "30%-50% less peak memory"
+    assert Claim(kind="quality", **base).promise == "quality kept"
