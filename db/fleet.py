@@ -11,14 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from db.models import Machine
+from db.rows import insert_or_get
 from harness.errors import DatabaseError
-
-_INSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
-
 
 def latest_machine(session: Session, name: str) -> Machine | None:
     """The newest row (last fingerprint seen) of the machine called `name`, or None."""
@@ -40,14 +37,8 @@ def store_machine(session: Session, name: str, fingerprint: str, profile: dict[s
     if existing is not None:
         return existing
     previous = latest_machine(session, name)
-    values = {"name": name, "fingerprint": fingerprint, "profile": profile,
-              "previous_id": previous.id if previous is not None else None}
-    insert = _INSERTS.get(session.get_bind().dialect.name)
-    if insert is not None:
-        session.execute(insert(Machine).values(**values).on_conflict_do_nothing())
-    else:  # another database: no concurrent writers are promised there
-        session.add(Machine(**values))
-        session.flush()
+    insert_or_get(session, Machine, {"name": name, "fingerprint": fingerprint},
+                  {"profile": profile, "previous_id": previous.id if previous is not None else None})
     stored = _find(session, name, fingerprint)
     if stored is None:
         raise DatabaseError(f"machine {name!r} (fingerprint {fingerprint}) was not stored and cannot be read back")

@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy import Engine, delete, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from db.models import Benchmark, ClaimRow, Commit, Environment, IngestedFile, Machine, Result
+from db.fleet import store_machine
+from db.models import Benchmark, ClaimRow, Commit, Environment, IngestedFile, Result
+from db.rows import conflict_insert, insert_or_get
 from harness import asv_log, results_file, sidecar
 from harness.claim import Claim
 from harness.errors import InputError
@@ -94,7 +95,7 @@ def _ingest_file(engine: Engine, path: Path, sources: Sources, report: IngestRep
                          + (f" and {len(unknown) - 1} more" if len(unknown) > 1 else "")
                          + " (not defined by any registered subject)")
     with Session(engine) as session, session.begin():
-        file_id = _insert_or_get(session, IngestedFile, {"sha256": digest},
+        file_id = insert_or_get(session, IngestedFile, {"sha256": digest},
                                  {"path": str(path), "results": len(parsed.points)})
         keys = _keys(session, parsed, sources)
         for point in parsed.points:
@@ -107,10 +108,10 @@ def _keys(session: Session, parsed: ResultsFile, sources: Sources) -> dict[str, 
     profile = sources.machine_profiles.get(parsed.machine) or parsed.machine_params
     fingerprint = (profile.get("fingerprint") or parsed.machine_params.get("proofbench_fingerprint")
                    or _fingerprint(parsed.machine_params))
-    machine_id = _machine(session, parsed.machine, fingerprint, profile)
-    env_id = _insert_or_get(session, Environment, {"name": parsed.env},
+    machine_id = store_machine(session, parsed.machine, fingerprint, profile).id
+    env_id = insert_or_get(session, Environment, {"name": parsed.env},
                             {"python": parsed.python, "requirements": parsed.requirements})
-    commit_id = _insert_or_get(session, Commit, {"hash": parsed.commit}, _commit_metadata(sources.repo, parsed.commit))
+    commit_id = insert_or_get(session, Commit, {"hash": parsed.commit}, _commit_metadata(sources.repo, parsed.commit))
     return {"machine": machine_id, "environment": env_id, "commit": commit_id}
 
 
@@ -121,19 +122,10 @@ def _fingerprint(params: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _machine(session: Session, name: str, fingerprint: str, profile: dict) -> int:
-    existing = session.scalar(select(Machine.id).where(Machine.name == name, Machine.fingerprint == fingerprint))
-    if existing is not None:
-        return existing
-    previous = session.scalar(select(Machine.id).where(Machine.name == name).order_by(Machine.id.desc()).limit(1))
-    return _insert_or_get(session, Machine, {"name": name, "fingerprint": fingerprint},
-                          {"profile": profile, "previous_id": previous})
-
-
 def _store(session: Session, point: Point, parsed: ResultsFile, keys: dict[str, int], file_id: int,
            sources: Sources) -> None:
     info = sources.index[point.benchmark]
-    benchmark_id = _insert_or_get(session, Benchmark, {"name": point.benchmark, "version": point.version},
+    benchmark_id = insert_or_get(session, Benchmark, {"name": point.benchmark, "version": point.version},
                                   _benchmark_values(info))
     params = dict(zip(("variant", "size"), point.params)) if len(point.params) == 2 else {"params": list(point.params)}
     params_key = json.dumps(list(point.params))
@@ -220,23 +212,6 @@ def _commit_metadata(repo: Path | None, commit: str) -> dict:
             "committed_at": dt.datetime.fromisoformat(committed)}
 
 
-def _insert_or_get(session: Session, model: type, unique: dict, values: dict) -> int:
-    """Insert a row unless one with the same unique key exists; return its id.
-
-    Uses the database's own ON CONFLICT DO NOTHING so concurrent ingesting processes never
-    create duplicates or fail on each other's rows.
-    """
-    dialect = session.get_bind().dialect.name
-    insert = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}.get(dialect)
-    where = [getattr(model, k) == v for k, v in unique.items()]
-    if insert is not None:
-        session.execute(insert(model).values(**unique, **values).on_conflict_do_nothing())
-    elif session.scalar(select(model.id).where(*where)) is None:
-        session.add(model(**unique, **values))
-        session.flush()
-    return session.scalar(select(model.id).where(*where))
-
-
 def sync_claims(engine: Engine, claims: tuple[Claim, ...]) -> None:
     """Make the claims table match the claims file (one transaction).
 
@@ -245,7 +220,7 @@ def sync_claims(engine: Engine, claims: tuple[Claim, ...]) -> None:
     """
     keys = ("subject", "variant", "source", "quote", "kind", "metric", "low", "high", "device", "note")
     with Session(engine) as session, session.begin():
-        insert = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}.get(session.get_bind().dialect.name)
+        insert = conflict_insert(session)
         for claim in claims:
             values = {key: getattr(claim, key) for key in keys}
             if insert is None:

@@ -31,24 +31,13 @@ from torch.utils.data import DataLoader, Dataset, get_worker_info
 from harness.declare import Context, Equivalence, Size, Subject, Variant, Workload
 from harness.errors import DeclarationError
 from harness.registry import register
-from subjects.lmdb_store import StoreReader, write_store
+from subjects.lmdb_store import StoreReader
+from subjects.loading import build_protein_stores, store_path
 from subjects.models import esm_mlm, mlm_example, pad_collate
-from subjects.proteins import generate_proteins, record_id
+from subjects.proteins import record_id
 from subjects.trainer import LOSS_DELTA, TrainingRun, loss_delta, to_device, train
 
 PREFETCH_FACTOR = 4  # seed 000: dataloader_prefetch_factor: 4
-
-
-def store_path(cache_dir: Path, n: int) -> Path:
-    """Where `build_cache` puts the store of `n` proteins."""
-    return Path(cache_dir) / f"dataloader-proteins-{n}.lmdb"
-
-
-def _build_stores(cache_dir: Path, sizes: tuple[Size, ...]) -> None:
-    for size in sizes:
-        path = store_path(cache_dir, size["n"])
-        if not path.exists():
-            write_store(path, generate_proteins(size["n"]))
 
 
 class ProteinStore(Dataset):
@@ -153,7 +142,7 @@ register(Subject(
     sizes=(Size.of("tiny", n=16, batch=4, workers=2, hidden=64, layers=2, heads=2, seq=64),
            Size.of("small", n=48, batch=8, workers=2, hidden=64, layers=2, heads=2, seq=256),
            Size.of("large", n=2048, batch=16, workers=4, hidden=384, layers=6, heads=6, seq=512)),
-    build_cache=_build_stores,
+    build_cache=build_protein_stores,
     track_memory=True,
     notes="Workers are started in setup (persistent), so the timed epoch excludes worker start-up. Peak "
           "memory is the training process's alone: worker processes are not counted.",

@@ -58,7 +58,8 @@ def fasta_path(cache_dir: Path, n: int) -> Path:
     return Path(cache_dir) / f"proteins-{n}.fasta"
 
 
-def _build_stores(cache_dir: Path, sizes: tuple[Size, ...]) -> None:
+def build_protein_stores(cache_dir: Path, sizes: tuple[Size, ...]) -> None:
+    """`build_cache` of subjects reading a store of `size["n"]` synthetic proteins per size."""
     for size in sizes:
         path = store_path(cache_dir, size["n"])
         if not path.exists():
@@ -125,7 +126,7 @@ register(Subject(
     equivalence=Equivalence(DIFFERING_RECORDS, 0.0, differing_records,
                             description="same sequences in the same order: reading must not change data"),
     sizes=(Size.of("tiny", n=100), Size.of("small", n=100_000), Size.of("large", n=500_000)),
-    build_cache=_build_stores,
+    build_cache=build_protein_stores,
     track_memory=False,
     workload_version=1,
     notes="The seed's own 'before' already walks a cursor; the per-key transaction is the "
