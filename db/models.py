@@ -11,8 +11,6 @@ from typing import Any, Optional
 from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-STATUSES = ("ok", "failed", "skipped")
-
 
 class Base(DeclarativeBase):
     """Declarative base of every proofbench table."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from db.models import Benchmark, Commit, Machine, Result
@@ -170,7 +170,3 @@ def _ok(result: Result | None) -> float | None:
     if result is None or result.status != "ok" or result.value is None or math.isnan(result.value):
         return None
     return float(result.value)
-
-
-def result_count(session: Session) -> int:
-    return session.scalar(select(func.count(Result.id))) or 0

@@ -22,7 +22,6 @@ ENV_VAR = "PROOFBENCH_SIDECAR"
 # asv's existing environment does not tell benchmarks the commit; `proofbench run` does.
 COMMIT_VAR = "PROOFBENCH_COMMIT"
 FORMAT_VERSION = 1
-STATUSES = ("started", "ok", "skipped", "failed")
 
 
 @dataclass(frozen=True)
