@@ -63,7 +63,7 @@ class Environment(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(400), unique=True)
-    python: Mapped[str] = mapped_column(String(40), default="")
+    python: Mapped[str] = mapped_column(Text, default="")
     requirements: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
 

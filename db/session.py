@@ -96,14 +96,25 @@ def alembic_config(engine: Engine) -> Config:
 
 def upgrade(engine: Engine) -> None:
     """Bring the schema to the newest migration (creating it on an empty database)."""
-    with engine.begin() as connection:
-        if connection.dialect.name == "postgresql":
-            # Fleet members may start on a fresh database at once: one migrates, the others wait
-            # here until it commits and then find nothing to do (SQLite's BEGIN IMMEDIATE does this).
-            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
-        config = alembic_config(engine)
-        config.attributes["connection"] = connection
-        command.upgrade(config, "head")
+    with engine.connect() as connection:
+        sqlite = connection.dialect.name == "sqlite"
+        if sqlite:
+            # SQLite alters a column by copying its table and dropping the old one, which enforced
+            # foreign keys forbid; the pragma only takes effect outside a transaction.
+            connection.connection.driver_connection.execute("PRAGMA foreign_keys=OFF")
+        try:
+            with connection.begin():
+                if connection.dialect.name == "postgresql":
+                    # Fleet members may start on a fresh database at once: one migrates, the others
+                    # wait here until it commits and then find nothing to do (SQLite's BEGIN
+                    # IMMEDIATE does this).
+                    connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+                config = alembic_config(engine)
+                config.attributes["connection"] = connection
+                command.upgrade(config, "head")
+        finally:
+            if sqlite:
+                connection.connection.driver_connection.execute("PRAGMA foreign_keys=ON")
 
 
 def connect(url: str | None = None, migrate: bool = True) -> Engine:

@@ -14,7 +14,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import MetaData
+from sqlalchemy import MetaData, select
 from sqlalchemy.orm import Session
 
 import db
@@ -108,6 +108,22 @@ def test_an_upgraded_database_takes_new_rows(db_url):
     with Session(engine) as session, session.begin():
         newer = store_machine(session, "old-box", "e" * 16, {"cpu_model": "New CPU"})
         assert newer.id != ids["machine"] and newer.previous_id == ids["machine"]
+
+
+def test_an_interpreter_path_of_any_length_is_stored(db_url):
+    # asv's `existing` environment records the interpreter's full path: a checkout under a long
+    # path overflowed environments.python (40 characters) on PostgreSQL until revision 0003.
+    engine = engine_for(db_url)
+    first, _ = _revisions(engine)
+    _migrate(engine, first)
+    _fill_first_revision(engine)
+    main(["db", "upgrade", "--db", db_url])
+    python = "/" + "/".join(["a-checkout-path-longer-than-sixty-characters-to-catch-width-bugs"] * 4) + "/bin/python"
+    with Session(engine) as session, session.begin():
+        session.add(Environment(name="existing-long", python=python, requirements={}))
+    with Session(engine) as session:
+        stored = session.scalar(select(Environment.python).where(Environment.name == "existing-long"))
+    assert stored == python and len(python) > 200
 
 
 def test_upgrade_on_an_empty_database_creates_the_schema_and_is_idempotent(db_url, capsys):
