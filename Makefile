@@ -35,10 +35,10 @@ test: install-test
 
 # Benchmark scripts (not tests): the detector on synthetic histories, the report at scale.
 evaluate-detect: install
-	$(BIN)/python -m harness.detect_evaluation
+	$(BIN)/python -m tools.detect_evaluation
 
 render-benchmark: install
-	$(BIN)/python -m reports.render_benchmark
+	$(BIN)/python -m tools.render_benchmark
 
 clean:
 	rm -rf .asv reports/site db/proofbench.sqlite*

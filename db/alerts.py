@@ -11,10 +11,18 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Optional
 
-from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from proofbench.db.models import Base, Benchmark, Commit, Environment, Machine
+from sqlalchemy import (
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import Mapped, mapped_column, relationship
-
-from db.models import Base, Benchmark, Commit, Environment, Machine
 
 ALERT_STATUSES = ("open", "resolved")
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from proofbench.db.models import Machine
+from proofbench.db.rows import insert_or_get
+from proofbench.errors import DatabaseError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from db.models import Machine
-from db.rows import insert_or_get
-from harness.errors import DatabaseError
 
 def latest_machine(session: Session, name: str) -> Machine | None:
     """The newest row (last fingerprint seen) of the machine called `name`, or None."""

@@ -1,1 +1,25 @@
-"""proofbench: declarative benchmarks and regression tracking for ML optimizations."""
+"""proofbench: declarative benchmarks and regression tracking for the speedups ML documents promise.
+
+The one import path for subject authors:
+
+    from proofbench import Context, Equivalence, Measure, Metric, Size, Skip, Subject, Variant, Workload, register
+
+Everything else is private to its stage (see README, "Layout").
+"""
+from proofbench.declare import (
+           PEAK_MEMORY,
+           TIME,
+           Context,
+           Equivalence,
+           Measure,
+           Metric,
+           Size,
+           Subject,
+           Variant,
+           Workload,
+)
+from proofbench.errors import Skip
+from proofbench.registry import register
+
+__all__ = ["Context", "Equivalence", "Measure", "Metric", "PEAK_MEMORY", "Size", "Skip", "Subject", "TIME", "Variant",
+           "Workload", "register"]

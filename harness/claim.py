@@ -9,9 +9,10 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import InputError
+from proofbench import project
+from proofbench.errors import InputError
 
-CLAIMS_FILE = Path(__file__).resolve().parent.parent / "subjects" / "claims.toml"
+CLAIMS_FILE = project.ROOT / "subjects" / "claims.toml"
 KINDS = ("speedup", "throughput", "memory_reduction", "quality")
 DEVICES = ("any", "gpu")
 _REQUIRED = ("id", "subject", "variant", "source", "quote", "kind", "metric")

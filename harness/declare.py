@@ -1,7 +1,7 @@
 """The declaration API: what a subject is, as frozen data validated at construction.
 
-A subject module builds `Subject` values and hands them to `harness.registry.register`.
-Nothing here times anything: asv does the measuring (see `harness.bench`).
+A subject module builds `Subject` values and hands them to `proofbench.registry.register`.
+Nothing here times anything: asv does the measuring (see `proofbench.measure.bench`).
 """
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.capability import CAPABILITIES
-from harness.errors import DeclarationError
+from proofbench.capability import CAPABILITIES
+from proofbench.errors import DeclarationError
 
 AREAS = ("loading", "tokenization", "training", "inference", "quantization")
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -96,7 +96,7 @@ class Variant:
     `run` is called many times on the same inputs; it must leave them able to give the
     same answer next time (a training variant restores its starting weights itself).
 
-    `requires` names capabilities (see `harness.capability`), such as "cuda"; a variant
+    `requires` names capabilities (see `proofbench.capability`), such as "cuda"; a variant
     whose requirement is missing is skipped with the reason, never faked.
     """
 

@@ -1,4 +1,4 @@
-"""The exceptions proofbench raises; `harness.cli` turns them into exit codes."""
+"""The exceptions proofbench raises; `proofbench.cli` turns them into exit codes."""
 from __future__ import annotations
 
 

@@ -6,10 +6,10 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.declare import SIZE_NAMES
-from harness.errors import DeclarationError, InputError
+from proofbench.declare import SIZE_NAMES
+from proofbench.errors import DeclarationError, InputError
 
-PROFILES_FILE = Path(__file__).resolve().parent.parent / "subjects" / "profiles.toml"
+PROFILES_FILE = Path(__file__).resolve().parent / "profiles.toml"  # the built-in profiles
 DEFAULT = "quick"
 ENV_VAR = "PROOFBENCH_PROFILE"
 _DEVICES = ("cpu", "cuda")

@@ -4,7 +4,7 @@
 (comma-separated dotted module paths, importable from the project root) replaces that list:
 the documented way to run the real pipeline on other subjects, such as the deliberately broken
 ones of tests/faulty (`PROOFBENCH_SUBJECTS=tests.faulty.faults`; add `subjects.loading` and
-the like to keep real ones). Pair it with $PROOFBENCH_WORKDIR (see `harness.runner`) so the
+the like to keep real ones). Pair it with $PROOFBENCH_WORKDIR (see `proofbench.pipeline.runner`) so the
 generated benchmarks and the results land outside the project's benchmarks/ and .asv/.
 """
 from __future__ import annotations
@@ -15,8 +15,8 @@ import os
 import traceback
 from typing import Iterator
 
-from harness.declare import AREAS, Subject
-from harness.errors import DeclarationError
+from proofbench.declare import AREAS, Subject
+from proofbench.errors import DeclarationError
 
 
 class Registry:
@@ -71,7 +71,8 @@ SUBJECTS_VAR = "PROOFBENCH_SUBJECTS"
 def subject_modules() -> list[str]:
     """The modules `load()` imports: those of $PROOFBENCH_SUBJECTS, else each area's module."""
     chosen = [name.strip() for name in os.environ.get(SUBJECTS_VAR, "").split(",") if name.strip()]
-    return chosen or [f"subjects.{area}" for area in AREAS if importlib.util.find_spec(f"subjects.{area}")]
+    return chosen or [f"proofbench.subjects.{area}" for area in AREAS
+                      if importlib.util.find_spec(f"proofbench.subjects.{area}")]
 
 
 def load() -> Registry:

@@ -2,7 +2,7 @@
 
 Where the nightly check (harness/check.py) has run, its stored alerts are the change points:
 they never move, and each is open until a later step brings the level back. Where it has not,
-`harness.detect.detect` runs over each series' per-commit values here, in worker processes
+`proofbench.analysis.detect.detect` runs over each series' per-commit values here, in worker processes
 started as soon as the histories are read, while the rest of the site is assembled. When
 harness/detect.py is absent the report still renders: `AVAILABLE` is False and the pages say
 that detection is off.
@@ -21,11 +21,11 @@ from sqlalchemy import inspect, select
 from sqlalchemy.orm import Session
 
 try:
-    from harness.detect import detect as _detect
+    from proofbench.analysis.detect import detect as _detect
 except ImportError:  # HOOK: without harness/detect.py there is no change-point detection
     _detect = None
 try:
-    from db.alerts import Alert, CheckRun
+    from proofbench.db.alerts import Alert, CheckRun
 except ImportError:  # HOOK: without the nightly check's tables every render detects afresh
     Alert = CheckRun = None
 

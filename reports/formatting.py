@@ -5,7 +5,7 @@ import datetime as dt
 import math
 import re
 
-from reports.output import slug
+from proofbench.reports.output import slug
 
 _TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
 _BYTE_UNITS = ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))

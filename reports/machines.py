@@ -12,12 +12,12 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from db.models import Commit, Machine
-from harness.claim import Claim
-from harness.comparison import SubjectFigures
-from harness.verdict import Verdict, judge
-from reports import formatting as fmt
-from reports.queries import RunInfo
+from proofbench.analysis.comparison import SubjectFigures
+from proofbench.analysis.verdict import Verdict, judge
+from proofbench.claim import Claim
+from proofbench.db.models import Commit, Machine
+from proofbench.reports import formatting as fmt
+from proofbench.reports.queries import RunInfo
 
 SIZE_ORDER = {"tiny": 0, "small": 1, "large": 2}
 

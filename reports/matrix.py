@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from harness.claim import Claim
-from harness.comparison import SubjectFigures
-from harness.declare import AREAS
-from harness.stats import Speedup
-from harness.verdict import Verdict
-from reports.formatting import css_class
-from reports.machines import MachineColumn
+from proofbench.analysis.comparison import SubjectFigures
+from proofbench.analysis.verdict import Verdict
+from proofbench.claim import Claim
+from proofbench.declare import AREAS
+from proofbench.reports.formatting import css_class
+from proofbench.reports.machines import MachineColumn
+from proofbench.stats import Speedup
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import re
 import shutil
 from pathlib import Path
 
-from harness.errors import InputError
+from proofbench.errors import InputError
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_STEM = 80

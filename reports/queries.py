@@ -1,10 +1,10 @@
-"""What the report reads beyond harness.comparison: commit order, every series' history in one
+"""What the report reads beyond proofbench.analysis.comparison: commit order, every series' history in one
 query, and when, at which commit and with which profile each machine's latest data was measured.
 
 Commit order: `Commit.position` (first-parent order) where set, else `committed_at`, else the
 order commits were ingested in (their row id). The history query reads per-commit values only
 (no raw samples, no JSON), once for the whole site; raw samples are read for latest runs only,
-through `harness.comparison.figures`.
+through `proofbench.analysis.comparison.figures`.
 """
 from __future__ import annotations
 
@@ -13,12 +13,11 @@ import json
 import math
 from dataclasses import dataclass, field
 
+from proofbench.analysis.comparison import SubjectFigures, figures
+from proofbench.db.models import Benchmark, Commit, Machine, Result
 from sqlalchemy import case, func, literal, select
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
-
-from db.models import Benchmark, Commit, Machine, Result
-from harness.comparison import SubjectFigures, figures
 
 HISTORY_METRICS = ("time", "items", "peak_memory")
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)

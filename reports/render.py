@@ -13,18 +13,30 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from proofbench.analysis.comparison import (
+    SubjectFigures,
+    figures,
+    latest_commit,
+    machines,
+)
+from proofbench.analysis.verdict import Verdict, judge
+from proofbench.claim import Claim
+from proofbench.db.models import ClaimRow, Commit, Machine
+from proofbench.db.models import Environment as EnvironmentRow
+from proofbench.reports import changes, matrix, queries
+from proofbench.reports.formatting import FILTERS
+from proofbench.reports.machines import (
+    MachineColumn,
+    column,
+    has_gpu,
+    labels,
+    largest,
+    profile_rows,
+)
+from proofbench.reports.output import SiteWriter
+from proofbench.reports.subjects import ChangeNote, SubjectPage, build, detectable
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
-
-from db.models import ClaimRow, Commit, Environment as EnvironmentRow, Machine
-from harness.claim import Claim
-from harness.comparison import SubjectFigures, figures, latest_commit, machines
-from harness.verdict import Verdict, judge
-from reports import changes, matrix, queries
-from reports.formatting import FILTERS
-from reports.machines import MachineColumn, column, has_gpu, labels, largest, profile_rows
-from reports.output import SiteWriter
-from reports.subjects import ChangeNote, SubjectPage, build, detectable
 
 SITE_DIR = Path(__file__).resolve().parent / "site"
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -44,7 +56,7 @@ class MachineView:
 
 def environment() -> Environment:
     """The Jinja2 environment: templates from reports/templates, autoescaped, strict."""
-    env = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(default=True),
+    env = Environment(loader=PackageLoader("proofbench.reports", "templates"), autoescape=select_autoescape(default=True),
                       trim_blocks=True, lstrip_blocks=True, undefined=StrictUndefined)
     env.filters.update(FILTERS)
     return env

@@ -14,15 +14,14 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-
-from db.models import Commit
-from harness.claim import Claim
-from harness.comparison import SubjectFigures
-from reports import charts
-from reports.changes import Step
-from reports.machines import MachineColumn
-from reports.output import slug
-from reports.queries import History, Series
+from proofbench.analysis.comparison import SubjectFigures
+from proofbench.claim import Claim
+from proofbench.db.models import Commit
+from proofbench.reports import charts
+from proofbench.reports.changes import Step
+from proofbench.reports.machines import MachineColumn
+from proofbench.reports.output import slug
+from proofbench.reports.queries import History, Series
 
 TIME = charts.Quantity("seconds", "time per call ({unit})")
 MEMORY = charts.Quantity("bytes", "peak memory ({unit})")

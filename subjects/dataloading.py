@@ -26,16 +26,21 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from proofbench.declare import Context, Equivalence, Size, Subject, Variant, Workload
+from proofbench.errors import DeclarationError
+from proofbench.registry import register
+from proofbench.subjects.lmdb_store import StoreReader
+from proofbench.subjects.loading import build_protein_stores, store_path
+from proofbench.subjects.models import esm_mlm, mlm_example, pad_collate
+from proofbench.subjects.proteins import record_id
+from proofbench.subjects.trainer import (
+    LOSS_DELTA,
+    TrainingRun,
+    loss_delta,
+    to_device,
+    train,
+)
 from torch.utils.data import DataLoader, Dataset, get_worker_info
-
-from harness.declare import Context, Equivalence, Size, Subject, Variant, Workload
-from harness.errors import DeclarationError
-from harness.registry import register
-from subjects.lmdb_store import StoreReader
-from subjects.loading import build_protein_stores, store_path
-from subjects.models import esm_mlm, mlm_example, pad_collate
-from subjects.proteins import record_id
-from subjects.trainer import LOSS_DELTA, TrainingRun, loss_delta, to_device, train
 
 PREFETCH_FACTOR = 4  # seed 000: dataloader_prefetch_factor: 4
 

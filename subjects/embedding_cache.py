@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence, TypeVar
 
 import torch
-
-from harness.errors import DeclarationError
+from proofbench.errors import DeclarationError
 
 T = TypeVar("T")
 

@@ -14,8 +14,8 @@ import re
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
 
-from harness.errors import InputError
-from subjects.proteins import AMINO_ACIDS, ProteinRecord
+from proofbench.errors import InputError
+from proofbench.subjects.proteins import AMINO_ACIDS, ProteinRecord
 
 LINE_WIDTH = 60
 _NOT_AMINO_ACID = re.compile(f"[^{AMINO_ACIDS}]")

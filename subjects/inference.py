@@ -22,18 +22,36 @@ from typing import Any
 
 import numpy as np
 import torch
-
-from harness import capability
-from harness.declare import Context, Equivalence, Measure, Metric, Size, Subject, Variant, Workload
-from harness.errors import Skip
-from harness.registry import register
-from subjects import minilm
-from subjects.compiled_model import CompiledModel, compile_warm
-from subjects.embedding_cache import EmbeddingCache, repeating_stream
-from subjects.esm_encoder import BatchedEmbeddings, ProteinEncoder, file_order, length_order
-from subjects.proteins import generate_proteins
-from subjects.quality import MAX_ABS_DIFF, MIN_COSINE, max_abs_diff, min_cosine
-from subjects.request_batcher import DynamicBatcher, ServedStream, serve
+from proofbench import capability
+from proofbench.declare import (
+    Context,
+    Equivalence,
+    Measure,
+    Metric,
+    Size,
+    Subject,
+    Variant,
+    Workload,
+)
+from proofbench.errors import Skip
+from proofbench.registry import register
+from proofbench.subjects import minilm
+from proofbench.subjects.compiled_model import CompiledModel, compile_warm
+from proofbench.subjects.embedding_cache import EmbeddingCache, repeating_stream
+from proofbench.subjects.esm_encoder import (
+    BatchedEmbeddings,
+    ProteinEncoder,
+    file_order,
+    length_order,
+)
+from proofbench.subjects.proteins import generate_proteins
+from proofbench.subjects.quality import (
+    MAX_ABS_DIFF,
+    MIN_COSINE,
+    max_abs_diff,
+    min_cosine,
+)
+from proofbench.subjects.request_batcher import DynamicBatcher, ServedStream, serve
 
 TOKENS = Metric("tokens", "tokens", higher_is_better=True)
 # Half precision keeps about 3 significant digits; an embedding turned by more than 2.6

@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 import lmdb
-
-from harness.errors import InputError
-from subjects.proteins import ProteinRecord
+from proofbench.errors import InputError
+from proofbench.subjects.proteins import ProteinRecord
 
 # Sparse on Linux: the file grows with the data, the map only reserves address space.
 DEFAULT_MAP_SIZE = 1 << 30

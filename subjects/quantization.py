@@ -26,13 +26,21 @@ from dataclasses import dataclass, field
 from functools import partial
 
 import torch
-
-from harness import capability
-from harness.declare import Context, Equivalence, Measure, Metric, Size, Subject, Variant, Workload
-from harness.errors import Skip
-from harness.registry import register
-from subjects import minilm
-from subjects.quality import MEAN_COSINE, MIN_COSINE, mean_cosine, min_cosine
+from proofbench import capability
+from proofbench.declare import (
+    Context,
+    Equivalence,
+    Measure,
+    Metric,
+    Size,
+    Subject,
+    Variant,
+    Workload,
+)
+from proofbench.errors import Skip
+from proofbench.registry import register
+from proofbench.subjects import minilm
+from proofbench.subjects.quality import MEAN_COSINE, MIN_COSINE, mean_cosine, min_cosine
 
 DEVICE = "cpu"
 SLIGHT_IMPACT_COSINE = 0.99

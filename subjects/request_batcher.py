@@ -20,7 +20,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from harness.errors import DeclarationError, ProofbenchError
+from proofbench.errors import DeclarationError, ProofbenchError
 
 _STOP = object()  # put on the queue by close(): the worker finishes what it holds, then exits
 

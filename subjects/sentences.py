@@ -8,8 +8,7 @@ small grammar and a fixed seed: the same `n` and seed always give the same sente
 from __future__ import annotations
 
 import numpy as np
-
-from harness.errors import DeclarationError
+from proofbench.errors import DeclarationError
 
 SEED = 6
 SUBJECTS = ("The researcher", "A small team", "Our pipeline", "The new tokenizer", "Every benchmark",

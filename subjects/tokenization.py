@@ -17,13 +17,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from proofbench.declare import (
+    Context,
+    Equivalence,
+    Measure,
+    Metric,
+    Size,
+    Subject,
+    Variant,
+    Workload,
+)
+from proofbench.registry import register
+from proofbench.subjects import tokenizer
+from proofbench.subjects.proteins import generate_proteins
+from proofbench.subjects.sentences import generate_sentences
 from transformers import BatchEncoding
-
-from harness.declare import Context, Equivalence, Measure, Metric, Size, Subject, Variant, Workload
-from harness.registry import register
-from subjects import tokenizer
-from subjects.proteins import generate_proteins
-from subjects.sentences import generate_sentences
 
 MISMATCHED = Metric("mismatched_sequences", "sequences", higher_is_better=False)
 TOKENS = Metric("tokens", "tokens", higher_is_better=True)

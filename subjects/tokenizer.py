@@ -14,11 +14,15 @@ import os
 from functools import cache
 from pathlib import Path
 
+from proofbench.errors import InputError
 from tokenizers import Tokenizer, pre_tokenizers, processors
 from tokenizers.models import BPE
-from transformers import BertTokenizer, BertTokenizerLegacy, EsmTokenizer, PreTrainedTokenizerFast
-
-from harness.errors import InputError
+from transformers import (
+    BertTokenizer,
+    BertTokenizerLegacy,
+    EsmTokenizer,
+    PreTrainedTokenizerFast,
+)
 
 ESM_VOCAB = Path(__file__).resolve().parent / "data" / "esm_vocab.txt"
 ESM_TOKEN_COUNT = 33

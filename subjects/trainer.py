@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 import torch
-
-from harness.declare import Metric
+from proofbench.declare import Metric
 
 Batch = dict[str, torch.Tensor]
 LOSS_DELTA = Metric("loss_delta", "loss", higher_is_better=False)

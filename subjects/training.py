@@ -15,15 +15,36 @@ from pathlib import Path
 
 import psutil
 import torch
-
-from harness.declare import Context, Equivalence, Measure, Metric, Size, Subject, Variant, Workload
-from harness.errors import DeclarationError, Skip
-from harness.registry import register
-from subjects import dataloading  # noqa: F401  (registers loading.dataloader)
-from subjects.attention import CachedMask, CausalLM, FreshMask
-from subjects.models import VOCAB_SIZE, causal_lm_batches, esm_mlm, gpt2_lm, mlm_batches
-from subjects.quality import MAX_ABS_DIFF
-from subjects.trainer import LOSS_DELTA, Accumulated, TrainingRun, accumulate, loss_delta, train
+from proofbench.declare import (
+    Context,
+    Equivalence,
+    Measure,
+    Metric,
+    Size,
+    Subject,
+    Variant,
+    Workload,
+)
+from proofbench.errors import DeclarationError, Skip
+from proofbench.registry import register
+from proofbench.subjects import dataloading  # noqa: F401  (registers loading.dataloader)
+from proofbench.subjects.attention import CachedMask, CausalLM, FreshMask
+from proofbench.subjects.models import (
+    VOCAB_SIZE,
+    causal_lm_batches,
+    esm_mlm,
+    gpt2_lm,
+    mlm_batches,
+)
+from proofbench.subjects.quality import MAX_ABS_DIFF
+from proofbench.subjects.trainer import (
+    LOSS_DELTA,
+    Accumulated,
+    TrainingRun,
+    accumulate,
+    loss_delta,
+    train,
+)
 
 # Loss tolerance for variants that do the same arithmetic: exact on CPU, but some GPU backward
 # kernels add with atomics, so two identical runs may differ in the last bits there.

@@ -13,9 +13,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory):
     """`asv run` of the loading subjects at tiny size, into a private layout."""
-    from harness import runner
-    from harness.machine import capture
-    from harness.profile import get_profile
+    from proofbench.machine.capture import capture
+    from proofbench.pipeline import runner
+    from proofbench.profile import get_profile
 
     layout = runner.Layout.under(tmp_path_factory.mktemp("asv"))
     outcome = runner.run(get_profile("smoke"), capture(), bench=r"^loading\.(LmdbRead|FastaToLmdb)\.",

@@ -11,17 +11,16 @@ import json
 
 import numpy as np
 import pytest
+from proofbench import cli
+from proofbench.analysis.check import FORMAT, FORMAT_VERSION, run_check
+from proofbench.analysis.detect import detect
+from proofbench.analysis.series import load
+from proofbench.cli import check as check_command
+from proofbench.db.alerts import Alert, CheckRun
+from proofbench.db.models import Benchmark, Commit, Environment, Machine, Result
+from proofbench.db.session import connect
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
-
-from db.alerts import Alert, CheckRun
-from db.models import Benchmark, Commit, Environment, Machine, Result
-from db.session import connect
-from harness import cli
-from harness.check import FORMAT, FORMAT_VERSION, run_check
-from harness.commands import check as check_command
-from harness.detect import detect
-from harness.series import load
 
 PARAMS = {"variant": "optimized", "size": "small"}
 
@@ -250,7 +249,7 @@ def test_text_and_markdown_name_the_commit_and_the_change(step, capsys, fmt):
 
 
 def test_run_check_rejects_an_unknown_fail_on(step):
-    from harness.errors import InputError
+    from proofbench.errors import InputError
 
     with pytest.raises(InputError, match="fail_on must be one of new, open"):
         run_check(step.engine, "main", fail_on="sometimes")

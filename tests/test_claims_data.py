@@ -4,9 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from harness.claim import load_claims
-from harness.registry import load
+from proofbench.claim import load_claims
+from proofbench.registry import load
 
 SEEDS = Path(__file__).resolve().parent.parent.parent / "shared" / "seeds"
 

@@ -9,15 +9,14 @@ import json
 import math
 
 import pytest
-
-from harness import cli
-from harness.commands import compare as compare_command
-from harness.commands import machine as machine_command
-from harness.comparison import VariantFigures
-from harness.errors import InputError
-from harness.hardware import throughput_ratio
-from harness.stats import spread
 from postgres import db_url, postgres_server, postgres_url  # noqa: F401  (fixtures)
+from proofbench import cli
+from proofbench.analysis.comparison import VariantFigures
+from proofbench.analysis.hardware import throughput_ratio
+from proofbench.cli import compare as compare_command
+from proofbench.cli import machine as machine_command
+from proofbench.errors import InputError
+from proofbench.stats import spread
 from test_fleet import command, fleet_results
 from test_machine import FakeNvml
 

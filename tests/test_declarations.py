@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import pytest
-
-from harness.claim import load_claims
-from harness.declare import Equivalence, Metric, Size, Subject, Variant, Workload
-from harness.errors import DeclarationError, InputError
-from harness.profile import get_profile, load_profiles
-from harness.registry import Registry, load
+from proofbench.claim import load_claims
+from proofbench.declare import Equivalence, Metric, Size, Subject, Variant, Workload
+from proofbench.errors import DeclarationError, InputError
+from proofbench.profile import get_profile, load_profiles
+from proofbench.registry import Registry, load
 
 SIZES = (Size.of("tiny", n=1), Size.of("small", n=2), Size.of("large", n=3))
 SAME = Equivalence(Metric("diff", "abs", False), 0.0, compare=lambda a, b: abs(a - b))
@@ -77,7 +76,7 @@ def test_equivalence_direction():
 
 
 def test_the_real_registry_loads_and_every_subject_has_a_benchmark():
-    from harness.generate import benchmark_index, generate
+    from proofbench.pipeline.generate import benchmark_index, generate
 
     registry = load()
     assert "loading.lmdb_read" in registry and "loading.fasta_to_lmdb" in registry
@@ -144,7 +143,7 @@ def test_malformed_claims_name_file_and_key(tmp_path, text, message):
 
 
 def test_claim_promise_reads_as_the_document_promised():
-    from harness.claim import Claim
+    from proofbench.claim import Claim
 
     base = dict(id="x", subject="s.t", variant="optimized", source="000.txt", quote="q", metric="time")
     assert Claim(kind="speedup", low=2.0, high=3.0, **base).promise == "2-3x faster"

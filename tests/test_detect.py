@@ -4,10 +4,10 @@ import math
 
 import numpy as np
 import pytest
+from proofbench.analysis.detect import ChangePoint, Tracker, _u_tail, detect
+from proofbench.errors import InputError
 
-from harness import history_synth as synth
-from harness.detect import ChangePoint, Tracker, _u_tail, detect
-from harness.errors import InputError
+from tools import history_synth as synth
 
 
 def _noisy(levels, cv=0.01, seed=0):

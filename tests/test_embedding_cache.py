@@ -3,9 +3,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from harness.errors import DeclarationError
-from subjects.embedding_cache import CacheStats, EmbeddingCache, input_key, repeating_stream
+from proofbench.errors import DeclarationError
+from proofbench.subjects.embedding_cache import (
+    CacheStats,
+    EmbeddingCache,
+    input_key,
+    repeating_stream,
+)
 
 
 class CountingEncoder:

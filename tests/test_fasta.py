@@ -6,12 +6,17 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from harness.errors import InputError
-from subjects.fasta import LINE_WIDTH, read_fasta, write_fasta
-from subjects.lmdb_store import StoreReader, write_store
-from subjects.proteins import (AMINO_ACIDS, MAX_LENGTH, MIN_LENGTH, UNIPROT_FREQUENCIES, ProteinRecord,
-                               generate_proteins)
+from proofbench.errors import InputError
+from proofbench.subjects.fasta import LINE_WIDTH, read_fasta, write_fasta
+from proofbench.subjects.lmdb_store import StoreReader, write_store
+from proofbench.subjects.proteins import (
+    AMINO_ACIDS,
+    MAX_LENGTH,
+    MIN_LENGTH,
+    UNIPROT_FREQUENCIES,
+    ProteinRecord,
+    generate_proteins,
+)
 
 # -- synthetic proteins ----------------------------------------------------------------
 

@@ -12,10 +12,21 @@ import time
 from pathlib import Path
 
 import pytest
-
 from faulty.broken import hostile_database, variant_of, with_nan, with_unknown_benchmark
-from faulty.project import (BENCH, ROOT, Project, alive, copy_database, count_files, files_and_rows, processes_of,
-                            results_file, rows, state, wait_for)
+from faulty.project import (
+    BENCH,
+    ROOT,
+    Project,
+    alive,
+    copy_database,
+    count_files,
+    files_and_rows,
+    processes_of,
+    results_file,
+    rows,
+    state,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -289,11 +300,11 @@ INPUTS = ROOT / "tests" / "faulty" / "inputs"
 
 
 def test_malformed_input_files_are_one_line_naming_file_and_line(tmp_path):
-    from harness.claim import load_claims
-    from harness.errors import InputError
-    from harness.profile import load_profiles
-    from subjects.fasta import read_fasta
-    from subjects.lmdb_store import open_environment
+    from proofbench.claim import load_claims
+    from proofbench.errors import InputError
+    from proofbench.profile import load_profiles
+    from proofbench.subjects.fasta import read_fasta
+    from proofbench.subjects.lmdb_store import open_environment
 
     (tmp_path / "corrupt.lmdb").mkdir()
     (tmp_path / "corrupt.lmdb" / "data.mdb").write_bytes(b"not an LMDB file" * 64)
@@ -337,11 +348,11 @@ def _log(*stderr: str, name: str = "loading.FaultyVariants.time_call") -> str:
 
 
 def test_asv_output_becomes_failure_reasons():
-    from harness.asv_log import from_asv_log
+    from proofbench.pipeline.asv_log import from_asv_log
 
     log = _log("For parameters: 'hangs', 'tiny'", "", "asv: benchmark timed out (timeout 2.0s)", "",
                "For parameters: 'raises', 'tiny'", "Traceback (most recent call last):", '  File "x.py", line 1',
-               "harness.errors.InputError: x.fasta:3: bad", "asv: benchmark failed (exit status -9)")
+               "proofbench.errors.InputError: x.fasta:3: bad", "asv: benchmark failed (exit status -9)")
     records = {(r.params, r.reason) for r in from_asv_log(log, "c" * 40)}
     assert records == {(("hangs", "tiny"), "timeout after 2 s"), (("raises", "tiny"), "InputError: x.fasta:3: bad"),
                        ((), "killed by signal 9 (SIGKILL)")}
@@ -350,7 +361,7 @@ def test_asv_output_becomes_failure_reasons():
 
 
 def test_a_failed_setup_cache_is_the_reason_of_every_benchmark_it_served():
-    from harness.asv_log import from_asv_log
+    from proofbench.pipeline.asv_log import from_asv_log
 
     log = ("[11.11%] ··· Setting up loading:106                                      failed\n"
            "[11.11%] ···· Traceback (most recent call last):\n"
@@ -373,13 +384,13 @@ def test_a_failed_setup_cache_is_the_reason_of_every_benchmark_it_served():
       "asv: benchmark failed (exit status -6)"], 0, "killed: out of memory"),
 ], ids=["sigkill-by-oom-killer", "sigkill-by-someone", "status-137-by-oom-killer", "sigsegv", "bad-alloc-abort"])
 def test_a_killed_benchmark_is_out_of_memory_only_when_the_kernel_or_its_allocation_says_so(stderr, oom_kills, reason):
-    from harness.asv_log import from_asv_log
+    from proofbench.pipeline.asv_log import from_asv_log
 
     assert reason in {r.reason for r in from_asv_log(_log(*stderr), "c" * 40, oom_kills=oom_kills)}
 
 
 def test_two_kills_are_not_both_blamed_on_one_oom_kill():
-    from harness.asv_log import from_asv_log
+    from proofbench.pipeline.asv_log import from_asv_log
 
     log = _log("asv: benchmark failed (exit status -9)") + _log("asv: benchmark failed (exit status -9)",
                                                                 name="loading.FaultyVariants.track_quality")
@@ -392,7 +403,7 @@ def test_two_kills_are_not_both_blamed_on_one_oom_kill():
     ("0::/bench\n", "elsewhere/memory.events", "oom_kill 1\n", None),
 ], ids=["cgroup-v2", "cgroup-v1", "unreadable"])
 def test_oom_kills_are_read_from_the_memory_cgroup(tmp_path, listing, counter, text, expected):
-    from harness.runner import oom_kills
+    from proofbench.pipeline.runner import oom_kills
 
     (tmp_path / "cgroup").write_text(listing)
     (tmp_path / "fs" / counter).parent.mkdir(parents=True)
@@ -401,8 +412,8 @@ def test_oom_kills_are_read_from_the_memory_cgroup(tmp_path, listing, counter, t
 
 
 def test_the_memory_limit_setting_and_out_of_memory_reasons():
-    from harness.bench import failure_reason, memory_limit
-    from harness.errors import InputError
+    from proofbench.errors import InputError
+    from proofbench.measure.bench import failure_reason, memory_limit
 
     assert (memory_limit("256M"), memory_limit("2G"), memory_limit("4096"), memory_limit(None)) == \
         (256 << 20, 2 << 30, 4096, None)

@@ -17,16 +17,22 @@ import pynvml
 import pytest
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from postgres import db_url, postgres_server, postgres_url  # noqa: F401  (fixtures)
+from proofbench.cli import main
+from proofbench.db.fleet import machine_history, store_machine
+from proofbench.db.models import (
+    Benchmark,
+    Commit,
+    Environment,
+    IngestedFile,
+    Machine,
+    Result,
+)
+from proofbench.db.session import alembic_config, connect
+from proofbench.machine.capture import capture, to_asv_machine_json
+from proofbench.pipeline import runner
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
-
-from db.fleet import machine_history, store_machine
-from db.models import Benchmark, Commit, Environment, IngestedFile, Machine, Result
-from db.session import alembic_config, connect
-from harness import runner
-from harness.cli import main
-from harness.machine import capture, to_asv_machine_json
-from postgres import db_url, postgres_server, postgres_url  # noqa: F401  (fixtures)
 from test_machine import FakeNvml
 
 pytestmark = pytest.mark.slow
@@ -34,7 +40,7 @@ NO_NVML = pynvml.NVML_ERROR_LIBRARY_NOT_FOUND
 
 
 def command(module, *argv: str) -> int:
-    """Run one command module through its own parser, as harness.cli does once it is registered."""
+    """Run one command module through its own parser, as proofbench.cli does once it is registered."""
     parser = argparse.ArgumentParser()
     module.add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
@@ -136,7 +142,7 @@ def test_machine_command_files_new_hardware_as_a_new_linked_row(db_url, tmp_path
 
 
 def test_machine_command_stops_before_writing_when_the_database_is_unreachable(tmp_path, monkeypatch):
-    from harness.errors import DatabaseError
+    from proofbench.errors import DatabaseError
 
     layout = runner.Layout(results=tmp_path / "results", home=tmp_path / "home", sidecar=tmp_path / "sidecar")
     monkeypatch.setattr(runner, "Layout", lambda: layout)
@@ -155,7 +161,7 @@ def _documents(text: str) -> list[dict]:
 
 
 def _machine_module():
-    from harness.commands import machine
+    from proofbench.cli import machine
 
     return machine
 
@@ -177,15 +183,15 @@ def test_ingest_stores_the_profile_machine_command_would(smoke_run, tmp_path, sq
 
 _WORKER = """
 import sys, time, pathlib
-from db.session import connect
-from harness.registry import load
+from proofbench.db.session import connect
+from proofbench.registry import load
 connect(sys.argv[-1])  # the schema exists (the --db URL is the last argument)
 load()  # and the slow imports are done before the gate, so that the ingests themselves overlap
 print("ready", flush=True)
 gate = pathlib.Path(sys.argv[1])
 while not gate.exists():
     time.sleep(0.002)
-from harness.cli import main
+from proofbench.cli import main
 sys.exit(main(sys.argv[2:]))
 """
 _GATED = """
@@ -194,7 +200,7 @@ print("ready", flush=True)
 gate = pathlib.Path(sys.argv[1])
 while not gate.exists():
     time.sleep(0.002)
-from harness.cli import main
+from proofbench.cli import main
 sys.exit(main(sys.argv[2:]))
 """
 
@@ -247,7 +253,7 @@ def test_four_machines_ingesting_at_once_lose_nothing_and_duplicate_nothing(db_u
 
 
 def test_ingest_check_and_report_on_each_database(db_url, smoke_run, tmp_path, capsys):
-    from harness.commands import check
+    from proofbench.cli import check
 
     layout, _ = smoke_run
     cpu = fleet_results(smoke_run, tmp_path / "cpu", "cpu-box")

@@ -18,22 +18,23 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from proofbench import cli
+from proofbench.analysis import series
+from proofbench.cli import check as check_command
+from proofbench.cli import history as history_command
+from proofbench.db.models import Benchmark, Commit, Environment, Machine, Result
+from proofbench.db.session import connect
+from proofbench.errors import InputError
+from proofbench.pipeline import history, runner
+from proofbench.pipeline.generate import generate
+from proofbench.registry import Registry, load
 from sqlalchemy import select
 from sqlalchemy.orm import Session
-
-from db.models import Benchmark, Commit, Environment, Machine, Result
-from db.session import connect
-from harness import cli, history, runner, series
-from harness.commands import check as check_command
-from harness.commands import history as history_command
-from harness.errors import InputError
-from harness.generate import generate
-from harness.registry import Registry, load
 
 SLOW_SUBJECT = "Read the store with a pause per epoch"
 BROKEN_SUBJECT = "Break the build"
 BEFORE, AFTER = 8, 8  # measured commits before the slow one, and from it on (the broken one aside)
-# 8 against 8 is what the rank test of harness.detect needs to call a step with no overlap at all
+# 8 against 8 is what the rank test of proofbench.analysis.detect needs to call a step with no overlap at all
 # significant at its p_max (1e-3) with room to spare: 4 / C(16, 8) = 3e-4.
 
 
@@ -197,7 +198,7 @@ def test_failed_builds_are_read_from_asvs_log():
 
 
 def test_a_commit_that_did_not_build_gets_that_reason_in_the_sidecar(tmp_path):
-    from harness import sidecar
+    from proofbench.measure import sidecar
 
     hashes = ("a" * 40, "b" * 40)
     log = (f"[ 0.00%] · For proofbench commit {'a' * 8} <main~1>:\n[ 0.00%] ··· loading.LmdbRead.time_call  ok\n"
@@ -221,7 +222,7 @@ def test_a_commit_that_did_not_build_gets_that_reason_in_the_sidecar(tmp_path):
 def test_the_environment_hides_the_project_tree_from_the_commits(tmp_path, monkeypatch):
     import sys
 
-    from harness.profile import get_profile
+    from proofbench.profile import get_profile
 
     monkeypatch.setenv("PYTHONPATH", "/somewhere")
     env = history.history_environment(get_profile("smoke"), runner.Layout.under(tmp_path / "work"))
@@ -254,7 +255,7 @@ def _subject_closure(module: str) -> set[str]:
             continue
         seen.add(name)
         text = (runner.ROOT / "subjects" / f"{name}.py").read_text()
-        todo += re.findall(r"^\s*(?:from|import) subjects\.(\w+)", text, re.M)
+        todo += re.findall(r"^\s*(?:from|import) proofbench\.subjects\.(\w+)", text, re.M)
     return seen
 
 
@@ -271,7 +272,7 @@ def make_trimmed_tree(repo: Path) -> None:
     if not (repo / "README.md").exists():
         (repo / "README.md").write_text("proofbench\n")
     loading = Registry()
-    loading.register(*(s for s in load() if s.prepare.__module__ == "subjects.loading"))
+    loading.register(*(s for s in load() if s.prepare.__module__ == "proofbench.subjects.loading"))
     (repo / "benchmarks").mkdir()
     shutil.copy2(runner.ROOT / "benchmarks" / "__init__.py", repo / "benchmarks" / "__init__.py")
     generate(loading, repo / "benchmarks")

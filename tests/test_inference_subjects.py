@@ -8,16 +8,20 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from harness import capability
-from harness.declare import Context
-from harness.errors import EquivalenceError
-from harness.registry import REGISTRY
-from subjects import inference, minilm
-from subjects.embedding_cache import EmbeddingCache
-from subjects.esm_encoder import length_order
-from subjects.quality import cosine_rows, max_abs_diff, mean_cosine, min_cosine
-from subjects.request_batcher import ServedStream
+from proofbench import capability
+from proofbench.declare import Context
+from proofbench.errors import EquivalenceError
+from proofbench.registry import REGISTRY
+from proofbench.subjects import inference, minilm
+from proofbench.subjects.embedding_cache import EmbeddingCache
+from proofbench.subjects.esm_encoder import length_order
+from proofbench.subjects.quality import (
+    cosine_rows,
+    max_abs_diff,
+    mean_cosine,
+    min_cosine,
+)
+from proofbench.subjects.request_batcher import ServedStream
 
 # compile last: a model class first built after compiling (ESM) changes a transformers registry
 # that Dynamo guards on, and the next compiled call would recompile (a test-only artifact:

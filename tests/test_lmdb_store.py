@@ -5,10 +5,17 @@ import os
 import pickle
 
 import pytest
-
-from harness.errors import InputError
-from subjects.lmdb_store import StoreReader, creating, open_environment, put_records, reading, store_items, write_store
-from subjects.proteins import generate_proteins
+from proofbench.errors import InputError
+from proofbench.subjects.lmdb_store import (
+    StoreReader,
+    creating,
+    open_environment,
+    put_records,
+    reading,
+    store_items,
+    write_store,
+)
+from proofbench.subjects.proteins import generate_proteins
 
 
 @pytest.fixture

@@ -5,12 +5,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from harness.declare import Context, Subject, Workload
-from harness.errors import InputError
-from harness.registry import REGISTRY
-from subjects import loading  # registers the two subjects (other areas are not needed here)
-from subjects.proteins import generate_proteins
+from proofbench.declare import Context, Subject, Workload
+from proofbench.errors import InputError
+from proofbench.registry import REGISTRY
+from proofbench.subjects import (
+    loading,  # registers the two subjects (other areas are not needed here)
+)
+from proofbench.subjects.proteins import generate_proteins
 
 KEYS = ("loading.lmdb_read", "loading.fasta_to_lmdb")
 

@@ -17,12 +17,20 @@ import pynvml
 import pytest
 from asv.graph import Graph
 from asv.machine import Machine, MachineCollection
-
-from harness.errors import DeclarationError, InputError
-from harness.machine import (
-    MachineProfile, capture, fingerprint, to_asv_machine_json, write_asv_machine_file,
+from proofbench.errors import DeclarationError, InputError
+from proofbench.machine.capture import (
+    MachineProfile,
+    capture,
+    fingerprint,
+    to_asv_machine_json,
+    write_asv_machine_file,
 )
-from harness.nvml import GpuProfile, NvmlSampler, decode_reasons, gpu_profiles
+from proofbench.machine.nvml import (
+    GpuProfile,
+    NvmlSampler,
+    decode_reasons,
+    gpu_profiles,
+)
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "nvml_h100.json").read_text())
 _CLOCKS = {pynvml.NVML_CLOCK_GRAPHICS: "NVML_CLOCK_GRAPHICS", pynvml.NVML_CLOCK_SM: "NVML_CLOCK_SM",

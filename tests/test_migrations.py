@@ -10,19 +10,27 @@ import datetime as dt
 import importlib
 import pkgutil
 
+import proofbench.db
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from postgres import db_url, postgres_server, postgres_url  # noqa: F401  (fixtures)
+from proofbench.cli import main
+from proofbench.db.fleet import store_machine
+from proofbench.db.models import (
+    Base,
+    Benchmark,
+    ClaimRow,
+    Commit,
+    Environment,
+    IngestedFile,
+    Machine,
+    Result,
+)
+from proofbench.db.session import alembic_config, engine_for, has_schema
 from sqlalchemy import MetaData, select
 from sqlalchemy.orm import Session
-
-import db
-from db.fleet import store_machine
-from db.models import Base, Benchmark, ClaimRow, Commit, Environment, IngestedFile, Machine, Result
-from db.session import alembic_config, engine_for, has_schema
-from harness.cli import main
-from postgres import db_url, postgres_server, postgres_url  # noqa: F401  (fixtures)
 
 WHEN = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
 
@@ -139,8 +147,8 @@ def test_upgrade_on_an_empty_database_creates_the_schema_and_is_idempotent(db_ur
 def test_models_match_the_head_migration(db_url):
     # A model changed without a migration shows up here as a difference. Every module of db/
     # is imported first, so that tables declared beside db/models.py are known too.
-    for module in pkgutil.iter_modules(db.__path__):
-        importlib.import_module(f"db.{module.name}")
+    for module in pkgutil.iter_modules(proofbench.db.__path__):
+        importlib.import_module(f"proofbench.db.{module.name}")
     engine = engine_for(db_url)
     _migrate(engine, "head")
     with engine.connect() as connection:

@@ -5,16 +5,21 @@ import json
 import shutil
 
 import pytest
+from proofbench.claim import load_claims
+from proofbench.db.models import Benchmark, Commit, Machine, Result
+from proofbench.db.session import connect
+from proofbench.pipeline.generate import benchmark_index
+from proofbench.pipeline.ingest import (
+    Sources,
+    ingest,
+    load_diagnostics,
+    machine_profiles,
+    sync_claims,
+)
+from proofbench.registry import load
+from proofbench.reports.render import render
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
-
-from db.models import Benchmark, Commit, Machine, Result
-from db.session import connect
-from harness.claim import load_claims
-from harness.generate import benchmark_index
-from harness.ingest import Sources, ingest, load_diagnostics, machine_profiles, sync_claims
-from harness.registry import load
-from reports.render import render
 
 pytestmark = pytest.mark.slow
 
@@ -100,7 +105,7 @@ def test_report_escapes_hostile_names(sqlite_url, tmp_path):
     with Session(engine) as session, session.begin():
         machine = Machine(name=hostile, fingerprint="f", profile={"cpu": hostile})
         commit = Commit(hash="a" * 40, subject=hostile)
-        from db.models import Environment
+        from proofbench.db.models import Environment
 
         env = Environment(name="e")
         bench = Benchmark(name=f"loading.X.time_call", version="1", subject=hostile, area="loading", metric="time",

@@ -8,13 +8,11 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from harness import capability
-from harness.declare import Context
-from harness.registry import REGISTRY
-from subjects import minilm, quantization
-from subjects.quantization import QuantizedEmbeddings, serialized_bytes
-
+from proofbench import capability
+from proofbench.declare import Context
+from proofbench.registry import REGISTRY
+from proofbench.subjects import minilm, quantization
+from proofbench.subjects.quantization import QuantizedEmbeddings, serialized_bytes
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +86,7 @@ def test_a_variant_whose_model_could_not_be_built_skips_with_the_reason(prepared
     subject, workload = prepared["static_int8"]
     inputs = quantization.QuantizedInputs({"baseline": workload.inputs.models["baseline"]}, {}, {},
                                           workload.inputs.reference, {"int8_static": "no engine here"})
-    with pytest.raises(NotImplementedError, match="no engine here"):  # harness.errors.Skip
+    with pytest.raises(NotImplementedError, match="no engine here"):  # proofbench.errors.Skip
         subject.variant("int8_static").run(inputs)
 
 

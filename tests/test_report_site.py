@@ -16,15 +16,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 from postgres import db_url, postgres_server, postgres_url  # noqa: F401  (fixtures)
+from proofbench.db.models import (
+    Benchmark,
+    ClaimRow,
+    Commit,
+    Environment,
+    Machine,
+    Result,
+)
+from proofbench.db.session import connect
+from proofbench.errors import InputError
+from proofbench.reports import changes, charts, queries
+from proofbench.reports.output import SiteWriter, slug
+from proofbench.reports.render import render
 from sqlalchemy import select
 from sqlalchemy.orm import Session
-
-from db.models import Benchmark, ClaimRow, Commit, Environment, Machine, Result
-from db.session import connect
-from harness.errors import InputError
-from reports import changes, charts, queries
-from reports.output import SiteWriter, slug
-from reports.render import render
 
 HOSTILE_SUBJECT = '../../<script>window.__pwned=1</script>"\'x'
 HOSTILE_MACHINE = '../<img src=x onerror="window.__pwned=2">'
@@ -314,7 +320,7 @@ def test_line_chart_breaks_its_line_where_a_run_failed():
 
 
 def test_stored_alerts_are_shown_when_a_check_has_run(tmp_path):
-    alerts = pytest.importorskip("db.alerts", reason="the nightly check's tables (db/alerts.py) are not present")
+    alerts = pytest.importorskip("proofbench.db.alerts", reason="the nightly check's tables (db/alerts.py) are not present")
     url = f"sqlite:///{tmp_path / 'alerts.sqlite'}"
     make_db(url)
     engine = connect(url)
@@ -357,7 +363,7 @@ def test_detection_in_worker_processes_matches_detection_in_process(monkeypatch)
 
 
 def test_a_machine_whose_hardware_changed_is_a_second_column_named_by_fingerprint():
-    from reports.machines import labels, profile_rows
+    from proofbench.reports.machines import labels, profile_rows
 
     old = Machine(id=1, name="box", fingerprint="11112222aaaa", profile={"cpu_model": "old CPU", "gpus": []})
     new = Machine(id=2, name="box", fingerprint="33334444bbbb", previous_id=1,

@@ -6,9 +6,8 @@ import threading
 from concurrent.futures import wait
 
 import pytest
-
-from harness.errors import DeclarationError
-from subjects.request_batcher import BatchHandlerError, DynamicBatcher, serve
+from proofbench.errors import DeclarationError
+from proofbench.subjects.request_batcher import BatchHandlerError, DynamicBatcher, serve
 
 
 def _double(batch):

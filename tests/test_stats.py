@@ -4,8 +4,7 @@ import math
 
 import numpy as np
 import pytest
-
-from harness.stats import MIN_SAMPLES, Reduction, speedup, spread
+from proofbench.stats import MIN_SAMPLES, Reduction, speedup, spread
 
 
 def _brute_force_interval(b, v):

@@ -1,8 +1,7 @@
 """The synchronising clock and the post-setup peak-memory measurement."""
 import numpy as np
-
-from harness.memory import PeakMemory, rss_bytes
-from harness.timer import SyncClock, active_devices
+from proofbench.measure.memory import PeakMemory, rss_bytes
+from proofbench.measure.timer import SyncClock, active_devices
 
 
 class FakeDevice:

@@ -5,15 +5,14 @@ import re
 from pathlib import Path
 
 import pytest
-
-from harness.declare import Context, Subject, Workload
-from harness.errors import DeclarationError, InputError
-from harness.registry import REGISTRY, load
-from subjects.proteins import generate_proteins
-from subjects.sentences import generate_sentences
+from proofbench.declare import Context, Subject, Workload
+from proofbench.errors import DeclarationError, InputError
+from proofbench.registry import REGISTRY, load
+from proofbench.subjects.proteins import generate_proteins
+from proofbench.subjects.sentences import generate_sentences
 
 load()  # every area module, in the registry's order, before naming any subject module
-from subjects import tokenization, tokenizer  # noqa: E402
+from proofbench.subjects import tokenization, tokenizer  # noqa: E402
 
 KEYS = ("tokenization.batch_tokenize", "tokenization.batch_tokenize_text", "tokenization.padding_strategy")
 

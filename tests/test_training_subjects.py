@@ -6,16 +6,15 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from harness import capability
-from harness.declare import Context, Subject, Workload
-from harness.errors import DeclarationError, Skip
-from harness.registry import REGISTRY, load
-from subjects.attention import CachedMask, causal_mask
-from subjects.trainer import accumulate, train
+from proofbench import capability
+from proofbench.declare import Context, Subject, Workload
+from proofbench.errors import DeclarationError, Skip
+from proofbench.registry import REGISTRY, load
+from proofbench.subjects.attention import CachedMask, causal_mask
+from proofbench.subjects.trainer import accumulate, train
 
 load()  # every area module, in the registry's order, before naming any subject module
-from subjects import dataloading, training  # noqa: E402
+from proofbench.subjects import dataloading, training  # noqa: E402
 
 KEYS = ("training.mixed_precision", "training.gradient_checkpointing", "training.fused_optimizer",
         "training.causal_mask_cache", "training.memory_queries", "training.grad_accumulation",

@@ -45,10 +45,9 @@ HOSTILE = "../../../../../../../../escaped-<script>alert(1)</script>"
 
 def hostile_database(url: str) -> None:
     """A database whose every name and text a page shows or is named by holds `HOSTILE`."""
+    from proofbench.db.models import Benchmark, Commit, Environment, Machine, Result
+    from proofbench.db.session import connect
     from sqlalchemy.orm import Session
-
-    from db.models import Benchmark, Commit, Environment, Machine, Result
-    from db.session import connect
 
     with Session(connect(url)) as session, session.begin():
         machine = Machine(name=HOSTILE, fingerprint="f", profile={"cpu": HOSTILE})

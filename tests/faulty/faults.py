@@ -13,9 +13,17 @@ import signal
 import time
 from pathlib import Path
 
-from harness.declare import Context, Equivalence, Metric, Size, Subject, Variant, Workload
-from harness.registry import register
-from subjects.fasta import read_fasta
+from proofbench.declare import (
+    Context,
+    Equivalence,
+    Metric,
+    Size,
+    Subject,
+    Variant,
+    Workload,
+)
+from proofbench.registry import register
+from proofbench.subjects.fasta import read_fasta
 
 TIMEOUT_VAR = "PROOFBENCH_FAULTY_TIMEOUT"  # a test that must catch `hangs` mid-hang raises it
 TIMEOUT = float(os.environ.get(TIMEOUT_VAR, "2"))  # seconds asv gives each benchmark process

@@ -1,7 +1,7 @@
 """Running the real `proofbench` command line on the faulty project, in a private work directory,
 and reading back what it stored.
 
-`Project(workdir, db_url).cli("run", ...)` runs `python -m harness.cli` in a subprocess with
+`Project(workdir, db_url).cli("run", ...)` runs `python -m proofbench.cli` in a subprocess with
 $PROOFBENCH_SUBJECTS, $PROOFBENCH_WORKDIR and $PROOFBENCH_MEMORY_LIMIT set, so nothing under
 the project's subjects/, benchmarks/ or .asv/ is read or written. `generate()` must come first:
 it writes the faulty subjects' benchmark module into the work directory.
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 SUBJECTS = "tests.faulty.faults"
 BENCH = r"^loading\.Faulty"
 MEMORY_LIMIT = "256M"
-_GENERATE = "from harness.generate import generate; from harness.registry import load; generate(load())"
+_GENERATE = "from proofbench.pipeline.generate import generate; from proofbench.registry import load; generate(load())"
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class Project:
 
     def command(self, *args: str, db: bool = True) -> list[str]:
         """The command line of `proofbench ARGS [--db URL]`."""
-        return [sys.executable, "-m", "harness.cli", *args, *(("--db", self.db_url) if db else ())]
+        return [sys.executable, "-m", "proofbench", *args, *(("--db", self.db_url) if db else ())]
 
     def cli(self, *args: str, db: bool = True, timeout: float = 240, **env: str) -> subprocess.CompletedProcess:
         """Run `proofbench ARGS [--db URL]` to the end."""

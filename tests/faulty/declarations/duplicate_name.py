@@ -1,6 +1,7 @@
 """Two subjects under one name."""
-from harness.declare import Subject, Variant
-from harness.registry import register
+from proofbench.declare import Subject, Variant
+from proofbench.registry import register
+
 from tests.faulty.declarations.common import SAME, SIZES, prepare
 
 

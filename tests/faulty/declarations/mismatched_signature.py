@@ -1,6 +1,7 @@
 """A subject whose optimized variant takes two arguments where the baseline takes one."""
-from harness.declare import Subject, Variant
-from harness.registry import register
+from proofbench.declare import Subject, Variant
+from proofbench.registry import register
+
 from tests.faulty.declarations.common import SAME, SIZES, prepare
 
 

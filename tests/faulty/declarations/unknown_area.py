@@ -1,6 +1,7 @@
 """A subject declared in an area that does not exist."""
-from harness.declare import Subject, Variant
-from harness.registry import register
+from proofbench.declare import Subject, Variant
+from proofbench.registry import register
+
 from tests.faulty.declarations.common import SAME, SIZES, prepare
 
 VARIANTS = (Variant("baseline", abs), Variant("optimized", abs))

@@ -1,0 +1,366 @@
+"""The nightly check: change points in every series, remembered as alerts across checks.
+
+Each check runs `proofbench.analysis.detect.detect` over every series of one branch (first-parent
+order, see `proofbench.analysis.series`) with the metric's direction, and compares what it finds with
+the alerts earlier checks raised (`db.alerts`):
+
+- a change point of the same series and direction within `RADIUS` points of an existing
+  alert is that alert, found again: the alert keeps its commit and its figures (it never
+  moves) and is only marked seen;
+- any other change point is a new alert;
+- an alert that is not found again stays as it is (it never vanishes); an open alert is
+  resolved when a later step of the same series in the opposite direction brings the level
+  back past the middle of the alert's step (geometric middle for positive values).
+
+The check reports new alerts, alerts still open, and those resolved tonight. Its exit
+status is 1 when there is a new regression (or, with fail_on="open", any open one).
+`to_json` is the documented, versioned format of docs/nightly.md.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import math
+import subprocess
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from proofbench.analysis import series as series_mod
+from proofbench.analysis.detect import ChangePoint, detect
+from proofbench.analysis.series import CommitRef, Series
+from proofbench.db.alerts import Alert, CheckRun
+from proofbench.db.models import Commit
+from proofbench.errors import InputError
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
+
+FORMAT = "proofbench-check"
+FORMAT_VERSION = 1
+RADIUS = 4  # points: a step found again this close to an alert is that alert (as detect.Tracker)
+STATES = ("new", "open", "resolved")
+FAIL_ON = ("new", "open")
+
+
+@dataclass(frozen=True)
+class Since:
+    """The first position on the branch a check reports (None: nothing qualifies)."""
+
+    text: str
+    position: int | None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One alert as this check reports it. `state`: new (raised by this check), open
+    (raised earlier, not resolved) or resolved (by this check)."""
+
+    id: int | None
+    state: str
+    regression: bool
+    machine: str
+    environment: str
+    benchmark: str
+    subject: str
+    metric: str
+    unit: str
+    higher_is_better: bool
+    params: dict
+    commit: CommitRef
+    previous: CommitRef | None
+    before: float
+    after: float
+    p_value: float
+    score: float
+    first_check: int | None
+    first_reported_at: str
+    resolved_at: CommitRef | None
+
+    @property
+    def ratio(self) -> float:
+        """after / before (1.25 = 25% higher)."""
+        return self.after / self.before if self.before else math.inf
+
+    @property
+    def kind(self) -> str:
+        return "regression" if self.regression else "improvement"
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """What one check found; `recorded` is False for a check that stored nothing."""
+
+    check_id: int | None
+    at: str
+    branch: str
+    since: str | None
+    previous_check: tuple[int, str] | None
+    series: int
+    placed: int
+    findings: tuple[Finding, ...]
+    fail_on: str
+    recorded: bool
+
+    def count(self, state: str, regression: bool) -> int:
+        return sum(1 for f in self.findings if f.state == state and f.regression == regression)
+
+    @property
+    def exit_code(self) -> int:
+        """1 when a regression is found (new ones, or open ones with fail_on='open'), else 0."""
+        states = ("new",) if self.fail_on == "new" else ("new", "open")
+        return 1 if any(f.regression and f.state in states for f in self.findings) else 0
+
+
+def run_check(engine: Engine, branch: str, *, since: str | None = None, repo: Path | None = None,
+              record: bool = True, fail_on: str = "new", now: dt.datetime | None = None) -> CheckReport:
+    """Check every series of `branch`; with `repo`, commits are placed on its first-parent
+    history first. With `record` False the check runs but stores nothing."""
+    if fail_on not in FAIL_ON:
+        raise InputError(f"check: fail_on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
+    now = now or dt.datetime.now(dt.timezone.utc)
+    with Session(engine) as session:
+        placed = series_mod.place(session, _first_parent(repo, branch), branch) if repo else 0
+        bound = parse_since(session, since, branch, repo) if since else None
+        previous = session.scalars(select(CheckRun).order_by(CheckRun.id.desc()).limit(1)).first()
+        run = CheckRun(started_at=now, branch=branch, since=since or "")
+        session.add(run)
+        session.flush()
+        all_series = series_mod.load(session, branch)
+        raised, resolved = _update_alerts(session, all_series, run)
+        findings = _findings(session, run, raised, resolved, bound)
+        report = CheckReport(run.id if record else None, now.isoformat(timespec="seconds"), branch, since,
+                             (previous.id, _iso(previous.started_at)) if previous else None, len(all_series),
+                             placed, findings if record else _unrecorded(findings, run.id), fail_on, record)
+        _summarise(run, report)
+        if record:
+            session.commit()
+        else:
+            session.rollback()
+    return report
+
+
+def _first_parent(repo: Path, branch: str) -> list[str]:
+    shallow = subprocess.run(["git", "-C", str(repo), "rev-parse", "--is-shallow-repository"],
+                             capture_output=True, text=True)
+    if shallow.stdout.strip() == "true":
+        raise InputError(f"{repo}: a shallow clone cannot place commits on {branch}'s first-parent history "
+                         f"(fetch the full history, e.g. fetch-depth: 0, or check without the repository)")
+    return series_mod.first_parent(repo, branch)
+
+
+def parse_since(session: Session, text: str, branch: str, repo: Path | None) -> Since:
+    """--since: an ISO date (commits committed that day or later) or a revision (that
+    commit and the ones after it on the branch's first-parent history)."""
+    day = _date(text)
+    rows = session.execute(select(Commit.hash, Commit.position, Commit.committed_at)
+                           .where(Commit.branch == branch, Commit.position.is_not(None))).all()
+    if day is not None:
+        positions = [p for _, p, at in rows if at is not None and _utc(at) >= day]
+        return Since(text, min(positions) if positions else None)
+    full = _rev_parse(repo, text) if repo else text
+    matches = [p for h, p, _ in rows if h.startswith(full.lower())]
+    if len(matches) == 1:
+        return Since(text, matches[0])
+    if repo and full in (hashes := _first_parent(repo, branch)):
+        return Since(text, hashes.index(full))
+    raise InputError(f"--since {text!r}: not a date (YYYY-MM-DD) nor a commit on {branch}'s "
+                     f"first-parent history" + (" (ambiguous prefix)" if len(matches) > 1 else ""))
+
+
+def _date(text: str) -> dt.datetime | None:
+    try:
+        value = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return _utc(value)
+
+
+def _utc(value: dt.datetime) -> dt.datetime:
+    # SQLite hands timestamps back without their zone; they were stored as UTC or local git time.
+    return value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value.astimezone(dt.timezone.utc)
+
+
+def _rev_parse(repo: Path, rev: str) -> str:
+    out = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+                         capture_output=True, text=True)
+    return out.stdout.strip() if out.returncode == 0 else rev
+
+
+def _iso(value: dt.datetime | None) -> str:
+    return _utc(value).isoformat(timespec="seconds") if value is not None else ""
+
+
+def _update_alerts(session: Session, all_series: list[Series], run: CheckRun) -> tuple[list[Alert], list[Alert]]:
+    """Match tonight's change points to known alerts; returns (raised, resolved) alerts."""
+    known: dict[tuple, list[Alert]] = {}
+    for alert in session.scalars(select(Alert).order_by(Alert.id)):
+        known.setdefault(_key(alert), []).append(alert)
+    raised: list[Alert] = []
+    for s in all_series:
+        alerts = known.setdefault((s.key.machine_id, s.key.environment_id, s.key.benchmark_id, s.key.params_key), [])
+        for cp in _changes(s):
+            match = next((a for a in alerts if _same(s, a, cp)), None)
+            if match is not None:
+                match.seen_by_id = run.id
+                continue
+            alert = _new_alert(s, cp, run)
+            session.add(alert)
+            alerts.append(alert)
+            raised.append(alert)
+    session.flush()
+    return raised, _resolve(known, run)
+
+
+def _key(alert: Alert) -> tuple:
+    return alert.machine_id, alert.environment_id, alert.benchmark_id, alert.params_key
+
+
+def _changes(s: Series) -> list[ChangePoint]:
+    samples = s.samples
+    return detect(s.values, samples=samples if any(x is not None for x in samples) else None,
+                  higher_is_better=s.higher_is_better)
+
+
+def _same(s: Series, alert: Alert, cp: ChangePoint) -> bool:
+    """The same step: same direction, and the alert's commit within RADIUS points of it."""
+    if alert.direction != cp.direction:
+        return False
+    index = s.index_of(alert.commit_id)
+    if index is None:  # the alert's commit has no point here any more: compare by position
+        position = alert.commit.position if alert.commit.position is not None else -1
+        index = sum(1 for p in s.points if p.commit.position < position)
+    return abs(index - cp.index) <= RADIUS
+
+
+def _new_alert(s: Series, cp: ChangePoint, run: CheckRun) -> Alert:
+    previous = next((p.commit for p in reversed(s.points[:cp.index]) if p.value is not None), None)
+    return Alert(machine_id=s.key.machine_id, environment_id=s.key.environment_id,
+                 benchmark_id=s.key.benchmark_id, params_key=s.key.params_key, params=s.params,
+                 commit_id=s.points[cp.index].commit.id, previous_commit_id=previous.id if previous else None,
+                 direction=cp.direction, regression=cp.regression, before=cp.before, after=cp.after,
+                 p_value=cp.p_value, score=cp.score, status="open", raised_by_id=run.id, seen_by_id=run.id)
+
+
+def _resolve(known: dict[tuple, list[Alert]], run: CheckRun) -> list[Alert]:
+    """Close open alerts whose level a later opposite step brought back."""
+    resolved = []
+    for alerts in known.values():
+        for alert in alerts:
+            if alert.status != "open":
+                continue
+            undo = next((b for b in _later_opposite(alert, alerts) if _brings_back(alert, b.after)), None)
+            if undo is not None:
+                alert.status, alert.resolved_by_id, alert.resolved_at_id = "resolved", run.id, undo.commit_id
+                resolved.append(alert)
+    return resolved
+
+
+def _later_opposite(alert: Alert, alerts: list[Alert]) -> list[Alert]:
+    position = alert.commit.position or 0
+    later = [b for b in alerts if b.direction == -alert.direction and (b.commit.position or 0) > position]
+    return sorted(later, key=lambda b: b.commit.position or 0)
+
+
+def _brings_back(alert: Alert, level: float) -> bool:
+    if alert.before > 0 and alert.after > 0 and level > 0:
+        middle = math.sqrt(alert.before * alert.after)
+    else:
+        middle = (alert.before + alert.after) / 2
+    return level <= middle if alert.direction > 0 else level >= middle
+
+
+def _findings(session: Session, run: CheckRun, raised: list[Alert], resolved: list[Alert],
+              bound: Since | None) -> tuple[Finding, ...]:
+    """New, still open and just resolved alerts, in a stable order."""
+    new_ids = {a.id for a in raised}
+    states = {a.id: ("resolved" if a in resolved else "new") for a in raised}
+    states.update({a.id: "resolved" for a in resolved})
+    for alert in session.scalars(select(Alert).where(Alert.status == "open")):
+        states.setdefault(alert.id, "new" if alert.id in new_ids else "open")
+    out = []
+    for alert_id, state in states.items():
+        alert = session.get(Alert, alert_id)
+        if bound is not None and (bound.position is None or (alert.commit.position or 0) < bound.position):
+            continue
+        out.append(_finding(alert, state, run))
+    order = {s: i for i, s in enumerate(STATES)}
+    return tuple(sorted(out, key=lambda f: (order[f.state], not f.regression, f.benchmark,
+                                            sorted(f.params.items()), f.machine, f.environment,
+                                            f.commit.position)))
+
+
+def _ref(commit: Commit | None) -> CommitRef | None:
+    if commit is None:
+        return None
+    return CommitRef(commit.id, commit.hash, commit.subject or "", commit.position,
+                     _iso(commit.authored_at) or None, _iso(commit.committed_at) or None)
+
+
+def _finding(alert: Alert, state: str, run: CheckRun) -> Finding:
+    bench = alert.benchmark
+    first = alert.raised_by
+    return Finding(alert.id, state, alert.regression, alert.machine.name, alert.environment.name, bench.name,
+                   bench.subject, bench.metric, bench.unit, bool(bench.higher_is_better), dict(alert.params or {}),
+                   _ref(alert.commit), _ref(alert.previous_commit), alert.before, alert.after, alert.p_value,
+                   alert.score, first.id, _iso(first.started_at), _ref(alert.resolved_at))
+
+
+def _unrecorded(findings: tuple[Finding, ...], run_id: int) -> tuple[Finding, ...]:
+    # Nothing is stored: ids handed out inside the rolled-back transaction mean nothing.
+    return tuple(replace(f, id=None, first_check=None) if f.first_check == run_id else f for f in findings)
+
+
+def _summarise(run: CheckRun, report: CheckReport) -> None:
+    run.series = report.series
+    run.new_regressions = report.count("new", True)
+    run.new_improvements = report.count("new", False)
+    run.open_regressions = report.count("open", True) + run.new_regressions
+    run.resolved = sum(1 for f in report.findings if f.state == "resolved")
+    run.exit_code = report.exit_code
+
+
+def _commit_json(ref: CommitRef | None) -> dict | None:
+    if ref is None:
+        return None
+    return {"hash": ref.hash, "short": ref.short, "subject": ref.subject, "position": ref.position,
+            "authored_at": ref.authored_at, "committed_at": ref.committed_at}
+
+
+def _number(x: float) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+def finding_json(f: Finding) -> dict:
+    """One alert in the documented JSON format."""
+    return {
+        "id": f.id, "state": f.state, "kind": f.kind,
+        "series": {"machine": f.machine, "environment": f.environment, "benchmark": f.benchmark,
+                   "subject": f.subject, "metric": f.metric, "unit": f.unit,
+                   "higher_is_better": f.higher_is_better, "params": f.params},
+        "commit": _commit_json(f.commit), "previous_commit": _commit_json(f.previous),
+        "before": _number(f.before), "after": _number(f.after), "ratio": _number(f.ratio),
+        "p_value": _number(f.p_value), "score": _number(f.score),
+        "first_reported": {"check": f.first_check, "at": f.first_reported_at},
+        "resolved_at": _commit_json(f.resolved_at),
+    }
+
+
+def to_json(report: CheckReport) -> dict:
+    """The whole report in the documented, versioned JSON format (docs/nightly.md)."""
+    previous = report.previous_check
+    return {
+        "format": FORMAT, "version": FORMAT_VERSION, "status": "regression" if report.exit_code else "ok",
+        "exit_code": report.exit_code,
+        "check": {"id": report.check_id, "at": report.at, "branch": report.branch, "since": report.since,
+                  "recorded": report.recorded, "fail_on": report.fail_on,
+                  "previous": {"id": previous[0], "at": previous[1]} if previous else None},
+        "counts": {"series": report.series, "new_regressions": report.count("new", True),
+                   "new_improvements": report.count("new", False),
+                   "still_open_regressions": report.count("open", True),
+                   "still_open_improvements": report.count("open", False),
+                   "resolved": sum(1 for f in report.findings if f.state == "resolved")},
+        "alerts": [finding_json(f) for f in report.findings],
+    }
+
+
+def error_json(message: str) -> dict:
+    """The JSON a failed check prints (exit status 2), so bots always get an object."""
+    return {"format": FORMAT, "version": FORMAT_VERSION, "status": "error", "exit_code": 2, "error": message}

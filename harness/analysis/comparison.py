@@ -1,0 +1,171 @@
+"""Comparisons: each variant of a subject against its baseline, derived from stored samples.
+
+This is what the terminal table, the report and `proofbench compare` show. Nothing here is
+stored: every figure is derived from the raw samples and values in the database.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from proofbench.db.models import Benchmark, Commit, Machine, Result
+from proofbench.stats import Reduction, Speedup, Spread, speedup, spread
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+
+@dataclass(frozen=True)
+class VariantFigures:
+    """Everything measured for one variant at one size, on one machine and commit."""
+
+    variant: str
+    status: str  # ok | failed | skipped
+    reason: str
+    time: Spread | None
+    samples: tuple[float, ...]
+    items: float | None
+    speedup: Speedup | None
+    peak_memory: float | None
+    quality: float | None
+    equivalent: bool | None
+    measures: dict[str, float] = field(default_factory=dict)
+    other_load_cores: float | None = None
+    busy: bool | None = None
+    threads: int | None = None
+
+    @property
+    def items_per_second(self) -> float | None:
+        if self.items is None or self.time is None or not self.time.median:
+            return None
+        return self.items / self.time.median
+
+    @property
+    def noisy(self) -> bool:
+        return self.time is not None and self.time.noisy
+
+
+@dataclass(frozen=True)
+class SubjectFigures:
+    """One subject at one size on one machine and commit: its variants, baseline first."""
+
+    machine: str
+    commit: str
+    subject: str
+    area: str
+    item: str
+    size: str
+    description: str
+    equivalence: dict
+    variants: tuple[VariantFigures, ...]
+    rates: tuple[str, ...] = ()
+    units: dict[str, str] = field(default_factory=dict)
+
+    def variant(self, name: str) -> VariantFigures | None:
+        return next((v for v in self.variants if v.variant == name), None)
+
+    @property
+    def baseline(self) -> VariantFigures | None:
+        return self.variant("baseline")
+
+    def reduction(self, variant: str, metric: str) -> Reduction | None:
+        """The variant's reduction of `metric` (peak_memory or a measure) against the baseline."""
+        base, other = self.baseline, self.variant(variant)
+        if base is None or other is None:
+            return None
+        b, v = _metric(base, metric), _metric(other, metric)
+        return None if b is None or v is None else Reduction(b, v)
+
+
+def _metric(figures: VariantFigures, metric: str) -> float | None:
+    if metric == "peak_memory":
+        return figures.peak_memory
+    if metric == "items":
+        return figures.items_per_second
+    return figures.measures.get(metric)
+
+
+def latest_commit(session: Session, machine_id: int) -> int | None:
+    """The commit of the most recently ingested result on a machine."""
+    return session.scalar(select(Result.commit_id).where(Result.machine_id == machine_id)
+                          .order_by(Result.id.desc()).limit(1))
+
+
+def machines(session: Session) -> list[Machine]:
+    """Machines that have results, newest profile of each name last."""
+    ids = select(Result.machine_id).distinct()
+    return list(session.scalars(select(Machine).where(Machine.id.in_(ids)).order_by(Machine.name, Machine.id)))
+
+
+def figures(session: Session, machine: Machine, commit_id: int | None = None) -> list[SubjectFigures]:
+    """Every subject and size measured on `machine` at `commit_id` (default: its latest)."""
+    commit_id = commit_id or latest_commit(session, machine.id)
+    if commit_id is None:
+        return []
+    commit = session.get(Commit, commit_id)
+    rows = session.execute(select(Result, Benchmark).join(Benchmark, Result.benchmark_id == Benchmark.id)
+                           .where(Result.machine_id == machine.id, Result.commit_id == commit_id)).all()
+    grouped: dict[tuple[str, str], dict[str, list[tuple[Result, Benchmark]]]] = {}
+    for result, bench in rows:
+        size = result.params.get("size", "")
+        grouped.setdefault((bench.subject, size), {}).setdefault(result.params.get("variant", ""), []).append(
+            (result, bench))
+    out = [_subject_figures(machine.name, commit.hash, key, by_variant) for key, by_variant in grouped.items()]
+    return sorted(out, key=lambda f: (f.area, f.subject, f.size))
+
+
+def _subject_figures(machine: str, commit: str, key: tuple[str, str], by_variant: dict) -> SubjectFigures:
+    subject, size = key
+    any_bench = next(iter(by_variant.values()))[0][1]
+    details = any_bench.details or {}
+    order = list(details.get("variants", {})) or sorted(by_variant)
+    variants = [_variant_figures(name, by_variant[name]) for name in order if name in by_variant]
+    base = next((v for v in variants if v.variant == "baseline"), None)
+    if base is not None:
+        # Items per call belong to the workload and are recorded once, with the baseline.
+        variants = [_derived(v, base) for v in variants]
+    units = {bench.metric: bench.unit for rows in by_variant.values() for _, bench in rows}
+    return SubjectFigures(machine=machine, commit=commit, subject=subject, area=any_bench.area,
+                          item=any_bench.item, size=size, description=details.get("description", ""),
+                          equivalence=details.get("equivalence", {}), variants=tuple(variants),
+                          rates=tuple(details.get("rates", ())), units=units)
+
+
+def _derived(v: VariantFigures, base: VariantFigures) -> VariantFigures:
+    changes: dict = {}
+    if v.items is None:
+        changes["items"] = base.items
+    if v.variant != "baseline" and v.samples and base.samples:
+        changes["speedup"] = speedup(base.samples, v.samples)
+    return VariantFigures(**{**v.__dict__, **changes}) if changes else v
+
+
+def _variant_figures(name: str, rows: list[tuple[Result, Benchmark]]) -> VariantFigures:
+    by_metric = {bench.metric: result for result, bench in rows}
+    timing = next((r for r, b in rows if b.name.endswith(".time_call")), None)
+    quality = next((r for r, b in rows if b.name.endswith(".track_quality")), None)
+    status, reason = _status(rows, timing)
+    samples = tuple(timing.samples or ()) if timing is not None and timing.status == "ok" else ()
+    measures = {m: _ok(r) for m, r in by_metric.items() if m not in ("time", "items", "peak_memory")
+                and r is not quality and _ok(r) is not None}
+    return VariantFigures(
+        variant=name, status=status, reason=reason, time=spread(samples) if samples else None, samples=samples,
+        items=_ok(by_metric.get("items")), speedup=None, peak_memory=_ok(by_metric.get("peak_memory")),
+        quality=_ok(quality), equivalent=quality.equivalent if quality is not None else None, measures=measures,
+        other_load_cores=timing.other_load_cores if timing is not None else None,
+        busy=timing.busy if timing is not None else None, threads=timing.threads if timing is not None else None)
+
+
+def _status(rows: list[tuple[Result, Benchmark]], timing: Result | None) -> tuple[str, str]:
+    # The timing result decides; a failure anywhere else is still reported.
+    if timing is not None and timing.status != "ok":
+        return timing.status, timing.reason
+    failed = [r for r, _ in rows if r.status == "failed"]
+    if failed:
+        return "failed", failed[0].reason
+    return ("ok", "") if timing is not None else ("failed", "no timing result")
+
+
+def _ok(result: Result | None) -> float | None:
+    if result is None or result.status != "ok" or result.value is None or math.isnan(result.value):
+        return None
+    return float(result.value)

@@ -1,0 +1,194 @@
+"""Hardware comparison: the same subjects measured on two machines, side by side.
+
+For each subject and size: every variant's speedup over its baseline on machine A and on
+machine B (as `proofbench.analysis.comparison` derives it on each machine), and the absolute throughput
+ratio between the machines: items/s of the same variant at the same size on A over B. The
+ratio is `proofbench.stats.speedup` applied to the two machines' raw time samples, B's as the
+reference, so it carries the same Hodges-Lehmann estimate, 95% interval and Mann-Whitney
+test as a speedup; above 1, A does more items per second. Both sides do the same work (same
+subject, variant, size and item count) or no ratio is given, and the reason is kept.
+
+Figures come from one commit given for both machines, or each machine's latest commit.
+"""
+from __future__ import annotations
+
+import subprocess
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from proofbench.analysis.comparison import (
+    SubjectFigures,
+    VariantFigures,
+    figures,
+    latest_commit,
+    machines,
+)
+from proofbench.db.models import Commit, Machine, Result
+from proofbench.errors import InputError
+from proofbench.stats import Speedup, speedup
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+
+@dataclass(frozen=True)
+class MachineSide:
+    """One machine of a comparison as stored: name, fingerprint, hardware, and the commit shown."""
+
+    name: str
+    fingerprint: str
+    commit: str
+    commit_subject: str
+    cpu: str
+    logical_cores: int | None
+    gpu: str  # "none", or the GPU names ("NVIDIA H100 80GB HBM3", "2x NVIDIA A100 ...")
+    gpu_note: str | None  # why there is no GPU ("NVML not available: ..."), when the profile says
+    torch: str | None
+    cuda: str | None
+
+
+@dataclass(frozen=True)
+class VariantPair:
+    """One variant at one size on both machines; `ratio` is items/s on A over items/s on B."""
+
+    variant: str
+    a: VariantFigures | None
+    b: VariantFigures | None
+    ratio: Speedup | None
+    note: str  # why there is no ratio; empty when there is one
+
+
+@dataclass(frozen=True)
+class SubjectPair:
+    """One subject at one size, measured on A, on B, or on both."""
+
+    subject: str
+    area: str
+    item: str
+    size: str
+    description: str
+    variants: tuple[VariantPair, ...]
+
+
+@dataclass(frozen=True)
+class HardwareComparison:
+    """Machine A against machine B, subject by subject."""
+
+    a: MachineSide
+    b: MachineSide
+    subjects: tuple[SubjectPair, ...]
+
+    @property
+    def same_commit(self) -> bool:
+        return self.a.commit == self.b.commit
+
+
+def resolve_machine(session: Session, spec: str) -> Machine:
+    """The machine called `spec` (the fingerprint with its newest result), or `NAME@FINGERPRINT`."""
+    known = machines(session)
+    named = [m for m in known if m.name == spec]
+    if not named and "@" in spec:
+        name, prefix = spec.rsplit("@", 1)
+        named = [m for m in known if m.name == name and prefix and m.fingerprint.startswith(prefix)]
+    if named:  # the fingerprint measured last: hardware may also change back to an earlier one
+        return max(named, key=lambda m: session.scalar(select(func.max(Result.id)).where(Result.machine_id == m.id)))
+    listed = ", ".join(sorted({m.name for m in known})) or "none"
+    raise InputError(f"machine {spec!r}: no results stored for it (machines with results: {listed})")
+
+
+def resolve_commit(session: Session, rev: str, repo: Path | None = None) -> Commit:
+    """The stored commit whose hash starts with `rev`, or that `git rev-parse rev` names in `repo`."""
+    matches = _commits_starting(session, rev.lower())
+    if not matches and repo is not None:
+        full = _rev_parse(repo, rev)
+        matches = _commits_starting(session, full) if full else []
+    if len(matches) > 1:
+        raise InputError(f"commit {rev!r} is ambiguous: it matches {', '.join(c.hash[:12] for c in matches)}")
+    if not matches:
+        raise InputError(f"commit {rev!r}: no results stored at it (give a hash prefix or a git revision)")
+    return matches[0]
+
+
+def _commits_starting(session: Session, prefix: str) -> list[Commit]:
+    if not prefix:
+        return []
+    return list(session.scalars(select(Commit).where(Commit.hash.startswith(prefix, autoescape=True))))
+
+
+def _rev_parse(repo: Path, rev: str) -> str | None:
+    # "--end-of-options" keeps a revision starting with "-" from being read as an option
+    try:
+        out = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", "--end-of-options",
+                              f"{rev}^{{commit}}"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    return out.stdout.strip() or None
+
+
+def compare(session: Session, a: str, b: str, rev: str | None = None, repo: Path | None = None) -> HardwareComparison:
+    """Machine `a` against machine `b` at commit `rev`, or at each machine's latest commit."""
+    machine_a, machine_b = resolve_machine(session, a), resolve_machine(session, b)
+    commit = resolve_commit(session, rev, repo) if rev else None
+    sides, sets = [], []
+    for machine in (machine_a, machine_b):
+        commit_id = commit.id if commit is not None else latest_commit(session, machine.id)
+        found = figures(session, machine, commit_id)
+        if not found:
+            raise InputError(f"machine {machine.name!r} has no results at commit {commit.hash[:12]}"
+                             if commit is not None else f"machine {machine.name!r} has no results")
+        sides.append(_side(machine, session.get(Commit, commit_id)))
+        sets.append({(f.subject, f.size): f for f in found})
+    keys = sorted(set(sets[0]) | set(sets[1]), key=lambda k: (_either(sets, k).area, k))
+    pairs = tuple(_subject_pair(sets[0].get(k), sets[1].get(k)) for k in keys)
+    return HardwareComparison(sides[0], sides[1], pairs)
+
+
+def _either(sets: list[dict], key: tuple[str, str]) -> SubjectFigures:
+    return sets[0].get(key) or sets[1][key]
+
+
+def _side(machine: Machine, commit: Commit) -> MachineSide:
+    # Profiles from `proofbench run`/`machine` are proofbench.machine.capture's; older rows hold asv's params.
+    profile = machine.profile or {}
+    gpus = profile.get("gpus")
+    if isinstance(gpus, list):
+        counts = Counter(g.get("name", "?") for g in sorted(gpus, key=lambda g: g.get("index", 0)))
+        gpu = ", ".join(n if c == 1 else f"{c}x {n}" for n, c in counts.items()) or "none"
+    else:
+        gpu = str(profile.get("gpu") or "unknown")
+    cores = profile.get("logical_cores", profile.get("num_cpu"))
+    return MachineSide(name=machine.name, fingerprint=machine.fingerprint, commit=commit.hash,
+                       commit_subject=commit.subject or "", cpu=str(profile.get("cpu_model") or profile.get("cpu")
+                                                                    or "unknown"),
+                       logical_cores=int(cores) if str(cores or "").isdigit() else None, gpu=gpu,
+                       gpu_note=profile.get("gpu_note"), torch=profile.get("torch_version"),
+                       cuda=profile.get("cuda_version"))
+
+
+def _subject_pair(a: SubjectFigures | None, b: SubjectFigures | None) -> SubjectPair:
+    first = a or b
+    names = [v.variant for v in a.variants] if a else []
+    names += [v.variant for v in b.variants if v.variant not in names] if b else []
+    variants = []
+    for name in names:
+        va, vb = (a.variant(name) if a else None), (b.variant(name) if b else None)
+        ratio, note = throughput_ratio(va, vb)
+        variants.append(VariantPair(name, va, vb, ratio, note))
+    return SubjectPair(subject=first.subject, area=first.area, item=first.item, size=first.size,
+                       description=first.description, variants=tuple(variants))
+
+
+def throughput_ratio(a: VariantFigures | None, b: VariantFigures | None) -> tuple[Speedup | None, str]:
+    """Items/s on A over items/s on B from both time sample sets, or None and why not."""
+    for label, side in (("A", a), ("B", b)):
+        if side is None:
+            return None, f"not measured on {label}"
+        if side.status != "ok":
+            return None, f"{side.status} on {label}" + (f": {side.reason}" if side.reason else "")
+        if not side.samples:
+            return None, f"no time samples on {label}"
+    if a.items is not None and b.items is not None and a.items != b.items:
+        return None, f"not the same work: {a.items:g} items per call on A, {b.items:g} on B"
+    return speedup(b.samples, a.samples), ""

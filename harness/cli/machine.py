@@ -1,0 +1,49 @@
+"""`proofbench machine`: profile this machine, write asv's machine file, store the profile."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from proofbench.cli.common import add_db_option, console
+
+
+def add_parser(sub) -> None:
+    parser = sub.add_parser("machine", help="profile this machine (CPU, RAM, GPUs, torch stack), write asv's "
+                            "machine file, print the profile as JSON and store it in the database")
+    parser.add_argument("--name", default=None, help="asv's machine name (default: the hostname)")
+    add_db_option(parser)
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from proofbench.cli.common import engine
+    from proofbench.db.fleet import machine_history, store_machine
+    from proofbench.machine.capture import capture, fingerprint
+    from proofbench.pipeline import runner
+    from sqlalchemy.orm import Session
+
+    db = engine(args)  # first: an unreachable database stops the command before it writes anything
+    profile = capture(args.name)
+    layout = runner.Layout()
+    runner.write_machine_files(profile, layout)
+    document = {"fingerprint": fingerprint(profile), **profile.to_dict()}
+    with Session(db) as session, session.begin():
+        known = {m.id for m in machine_history(session, profile.name)}
+        row = store_machine(session, profile.name, document["fingerprint"], document)
+        message = _stored_message(row, row.id not in known)
+    print(json.dumps(document, indent=2, sort_keys=True))
+    console.print(f"asv machine file: {layout.home / '.asv-machine.json'}")
+    if profile.gpu_note:
+        console.print(f"GPU: none ({profile.gpu_note})")
+    console.print(message)
+    return 0
+
+
+def _stored_message(row, created: bool) -> str:
+    # whether the database already knew this hardware, and which row a new fingerprint replaces
+    if not created:
+        return f"machine {row.name!r}: fingerprint {row.fingerprint} already stored (row {row.id})"
+    if row.previous_id is None:
+        return f"machine {row.name!r}: stored as row {row.id} (fingerprint {row.fingerprint})"
+    return (f"machine {row.name!r}: new fingerprint {row.fingerprint} stored as row {row.id}, replacing row "
+            f"{row.previous_id} (the hardware or the torch stack changed)")

@@ -1,0 +1,79 @@
+"""Peak memory of one call, above the level left after setup.
+
+CPU: the kernel's high-water mark of resident memory (VmHWM) is reset by writing 5 to
+/proc/self/clear_refs, so a peak read afterwards belongs to the measured call alone.
+GPU: torch's peak-allocation counter is reset and read around the call.
+asv's own peakmem_ reports the whole process's peak, imports and setup included, which
+hides the difference between variants; this does not.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from proofbench.errors import Skip
+
+_STATUS = Path("/proc/self/status")
+_CLEAR_REFS = Path("/proc/self/clear_refs")
+
+
+def _status_kib(field: str) -> int:
+    for line in _STATUS.read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise Skip(f"{_STATUS} has no {field} field")
+
+
+def rss_bytes() -> int:
+    """This process's resident memory now."""
+    return _status_kib("VmRSS") * 1024
+
+
+def _reset_cpu_peak() -> None:
+    try:
+        _CLEAR_REFS.write_text("5")
+    except OSError as exc:
+        raise Skip(f"cannot reset the memory high-water mark ({_CLEAR_REFS}: {exc.strerror})") from None
+
+
+def _cuda():
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        return torch.cuda
+    return None
+
+
+@dataclass
+class PeakMemory:
+    """Context manager: `with PeakMemory() as peak: work()`, then `peak.bytes`.
+
+    `bytes` is the GPU peak above its starting allocation when CUDA is in use, else the
+    CPU resident-set peak above the starting RSS.
+    """
+
+    cpu_bytes: int = 0
+    gpu_bytes: int | None = None
+    _cpu_base: int = 0
+    _gpu_base: int = 0
+
+    def __enter__(self) -> "PeakMemory":
+        cuda = _cuda()
+        if cuda is not None:
+            cuda.synchronize()
+            cuda.reset_peak_memory_stats()
+            self._gpu_base = cuda.memory_allocated()
+        _reset_cpu_peak()
+        self._cpu_base = rss_bytes()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        cuda = _cuda()
+        if cuda is not None:
+            cuda.synchronize()
+            self.gpu_bytes = cuda.max_memory_allocated() - self._gpu_base
+        self.cpu_bytes = max(0, _status_kib("VmHWM") * 1024 - self._cpu_base)
+
+    @property
+    def bytes(self) -> int:
+        return self.gpu_bytes if self.gpu_bytes is not None else self.cpu_bytes

@@ -1,0 +1,1 @@
+"""Development scripts: evaluations and benchmarks of proofbench itself, not part of the installed package."""
