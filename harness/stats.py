@@ -5,6 +5,12 @@ median of all pairwise ratios b_i / v_j. Its 95% interval is the distribution-fr
 inverts the Mann-Whitney U test (the order statistics of those ratios at the test's critical
 count), so interval and significance test agree. Computed on log-times, so it is a ratio.
 No word like "faster" is used unless the Mann-Whitney U test rejects equality first.
+
+When two things were measured in alternating rounds (baseline and variant back to back, or
+the commit before a step and the commit after it), `round_ratio` is the statistic: each round
+gives one log ratio, the round is the unit, and the interval is Student's t over rounds, so
+whatever varies between rounds (load that comes and goes, drift) widens it instead of being
+mistaken for a difference.
 """
 from __future__ import annotations
 
@@ -122,3 +128,52 @@ class Reduction:
     @property
     def factor(self) -> float:
         return self.baseline / self.variant if self.variant else math.inf
+
+
+@dataclass(frozen=True)
+class RoundRatio:
+    """A ratio estimated from paired rounds: `estimate` = geometric mean of the rounds' ratios.
+
+    `low`/`high` bound it at the requested confidence (Student's t on the log ratios, the
+    round as the unit); `p_value` tests "no difference" (ratio 1). NaN where undefined.
+    """
+
+    estimate: float
+    low: float
+    high: float
+    p_value: float
+    rounds: int
+
+    @property
+    def half_width(self) -> float:
+        """The interval's half width relative to the estimate (0.05 = within +-5%)."""
+        if not (self.estimate > 0 and self.low > 0 and self.high > 0):
+            return math.inf
+        return max(self.estimate / self.low, self.high / self.estimate) - 1.0
+
+
+MIN_ROUNDS = 3  # a t interval needs two degrees of freedom to mean anything
+
+
+def round_ratio(numerators: Sequence[float], denominators: Sequence[float], confidence: float = 0.95) -> RoundRatio:
+    """numerator / denominator from rounds in which both were measured back to back.
+
+    `numerators[i]` and `denominators[i]` are round i's summary (e.g. median time) of each side;
+    rounds where either is missing, zero or not finite are left out.
+    """
+    pairs = [(a, b) for a, b in zip(numerators, denominators)
+             if a is not None and b is not None and a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)]
+    n = len(pairs)
+    if n < MIN_ROUNDS:
+        nan = math.nan
+        return RoundRatio(nan, nan, nan, nan, n)
+    logs = np.log([a for a, _ in pairs]) - np.log([b for _, b in pairs])
+    mean = float(np.mean(logs))
+    sd = float(np.std(logs, ddof=1))
+    if sd == 0.0:
+        value = math.exp(mean)
+        return RoundRatio(value, value, value, 0.0 if mean else 1.0, n)
+    se = sd / math.sqrt(n)
+    t = float(_stats.t.ppf(0.5 + confidence / 2, n - 1))
+    p_value = float(2 * _stats.t.sf(abs(mean) / se, n - 1))
+    return RoundRatio(math.exp(mean), math.exp(mean - t * se), math.exp(mean + t * se), p_value, n)

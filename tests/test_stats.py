@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from proofbench.stats import MIN_SAMPLES, Reduction, speedup, spread
+from proofbench.stats import MIN_ROUNDS, MIN_SAMPLES, Reduction, round_ratio, speedup, spread
 
 
 def _brute_force_interval(b, v):
@@ -65,3 +65,36 @@ def test_reduction_fraction_and_factor():
     r = Reduction(baseline=1000.0, variant=600.0)
     assert r.fraction == pytest.approx(0.4)
     assert r.factor == pytest.approx(1000 / 600)
+
+
+def test_round_ratio_is_the_geometric_mean_of_round_ratios_with_a_t_interval():
+    base = [2.0, 2.2, 1.9, 2.1, 2.05]
+    variant = [1.0, 1.05, 1.0, 0.98, 1.02]
+    r = round_ratio(base, variant)
+    logs = np.log(np.array(base) / np.array(variant))
+    se = logs.std(ddof=1) / math.sqrt(len(logs))
+    t = 2.7764451051977987  # Student's t, 97.5%, 4 degrees of freedom
+    assert r.estimate == pytest.approx(math.exp(logs.mean()))
+    assert (r.low, r.high) == (pytest.approx(math.exp(logs.mean() - t * se)), pytest.approx(math.exp(logs.mean() + t * se)))
+    assert r.rounds == 5 and r.p_value < 0.001
+
+
+def test_round_ratio_covers_the_true_ratio_about_95_percent_of_the_time():
+    # Rounds share a between-round effect (load that comes and goes) that hits both sides alike,
+    # plus independent noise: the interval must cover the true ratio (1.5) at its nominal rate.
+    rng = np.random.default_rng(7)
+    covered = 0
+    for _ in range(2000):
+        shared = rng.normal(0, 0.2, 8)
+        base = 1.5 * np.exp(shared + rng.normal(0, 0.03, 8))
+        variant = np.exp(shared + rng.normal(0, 0.03, 8))
+        r = round_ratio(base, variant)
+        covered += r.low <= 1.5 <= r.high
+    assert 0.93 <= covered / 2000 <= 0.97
+
+
+def test_round_ratio_needs_rounds_and_leaves_out_missing_ones():
+    r = round_ratio([1.0, 2.0, None, 0.0], [1.0, 1.0, 1.0, 1.0])
+    assert r.rounds == 2 < MIN_ROUNDS and math.isnan(r.estimate) and r.half_width == math.inf
+    same = round_ratio([2.0] * 4, [1.0] * 4)
+    assert (same.estimate, same.low, same.high, same.half_width) == (2.0, 2.0, 2.0, 0.0)
