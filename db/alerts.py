@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Optional
 
-from proofbench.db.models import Base, Benchmark, Commit, Environment, Machine
 from sqlalchemy import (
     Boolean,
     DateTime,
@@ -23,6 +22,8 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from proofbench.db.models import Base, Benchmark, Commit, Environment, Machine
 
 ALERT_STATUSES = ("open", "resolved")
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
 from proofbench.db.models import Machine
 from proofbench.db.rows import insert_or_get
 from proofbench.errors import DatabaseError
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 
 def latest_machine(session: Session, name: str) -> Machine | None:

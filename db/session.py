@@ -12,10 +12,11 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from proofbench.errors import DatabaseError
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
+
+from proofbench.errors import DatabaseError
 
 ROOT = Path(__file__).resolve().parent
 DEFAULT_URL = f"sqlite:///{ROOT / 'proofbench.sqlite'}"

@@ -13,11 +13,12 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from proofbench.analysis.comparison import SubjectFigures, figures
-from proofbench.db.models import Benchmark, Commit, Machine, Result
 from sqlalchemy import case, func, literal, select
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
+
+from proofbench.analysis.comparison import SubjectFigures, figures
+from proofbench.db.models import Benchmark, Commit, Machine, Result
 
 HISTORY_METRICS = ("time", "items", "peak_memory")
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
+
 from proofbench.analysis.comparison import (
     SubjectFigures,
     figures,
@@ -35,8 +38,6 @@ from proofbench.reports.machines import (
 )
 from proofbench.reports.output import SiteWriter
 from proofbench.reports.subjects import ChangeNote, SubjectPage, build, detectable
-from sqlalchemy import Engine, select
-from sqlalchemy.orm import Session
 
 SITE_DIR = Path(__file__).resolve().parent / "site"
 STATIC_DIR = Path(__file__).resolve().parent / "static"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+
 from proofbench.analysis.comparison import SubjectFigures
 from proofbench.claim import Claim
 from proofbench.db.models import Commit

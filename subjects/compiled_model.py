@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 import torch
+
 from proofbench.errors import Skip
 
 INDUCTOR_CACHE = Path(__file__).resolve().parent.parent / ".proofbench" / "inductor-cache"

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch.utils.data import DataLoader, Dataset, get_worker_info
+
 from proofbench.declare import Context, Equivalence, Size, Subject, Variant, Workload
 from proofbench.errors import DeclarationError
 from proofbench.registry import register
@@ -40,7 +42,6 @@ from proofbench.subjects.trainer import (
     to_device,
     train,
 )
-from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 PREFETCH_FACTOR = 4  # seed 000: dataloader_prefetch_factor: 4
 

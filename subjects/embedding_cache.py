@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence, TypeVar
 
 import torch
+
 from proofbench.errors import DeclarationError
 
 T = TypeVar("T")

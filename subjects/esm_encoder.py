@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import torch
+from transformers import EsmConfig, EsmModel, PreTrainedTokenizerBase
+
 from proofbench.subjects.minilm import mean_pool
 from proofbench.subjects.tokenizer import esm_fast
-from transformers import EsmConfig, EsmModel, PreTrainedTokenizerBase
 
 SEED = 1001
 ESM_CONFIG = dict(vocab_size=33, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,

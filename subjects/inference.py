@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import torch
+
 from proofbench import capability
 from proofbench.declare import (
     Context,

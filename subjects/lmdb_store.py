@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 import lmdb
+
 from proofbench.errors import InputError
 from proofbench.subjects.proteins import ProteinRecord
 

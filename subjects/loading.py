@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 import lmdb
+
 from proofbench.declare import (
     Context,
     Equivalence,

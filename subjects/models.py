@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from transformers import EsmConfig, EsmForMaskedLM, GPT2Config, GPT2LMHeadModel
+
 from proofbench.errors import DeclarationError
 from proofbench.subjects.proteins import generate_proteins
 from proofbench.subjects.tokenizer import esm_fast
-from transformers import EsmConfig, EsmForMaskedLM, GPT2Config, GPT2LMHeadModel
 
 VOCAB_SIZE = 33
 CLS_ID, PAD_ID, EOS_ID, MASK_ID = 0, 1, 2, 32

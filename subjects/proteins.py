@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
 from proofbench.errors import DeclarationError
 
 # The 20 standard amino acids, in the one-letter order most tools print them.

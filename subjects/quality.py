@@ -9,6 +9,7 @@ rounding. A shape mismatch is never "close": it raises EquivalenceError naming b
 from __future__ import annotations
 
 import torch
+
 from proofbench.declare import Metric
 from proofbench.errors import EquivalenceError
 

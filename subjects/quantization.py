@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 import torch
+
 from proofbench import capability
 from proofbench.declare import (
     Context,

@@ -8,6 +8,7 @@ small grammar and a fixed seed: the same `n` and seed always give the same sente
 from __future__ import annotations
 
 import numpy as np
+
 from proofbench.errors import DeclarationError
 
 SEED = 6

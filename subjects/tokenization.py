@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from transformers import BatchEncoding
+
 from proofbench.declare import (
     Context,
     Equivalence,
@@ -31,7 +33,6 @@ from proofbench.registry import register
 from proofbench.subjects import tokenizer
 from proofbench.subjects.proteins import generate_proteins
 from proofbench.subjects.sentences import generate_sentences
-from transformers import BatchEncoding
 
 MISMATCHED = Metric("mismatched_sequences", "sequences", higher_is_better=False)
 TOKENS = Metric("tokens", "tokens", higher_is_better=True)

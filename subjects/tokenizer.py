@@ -14,7 +14,6 @@ import os
 from functools import cache
 from pathlib import Path
 
-from proofbench.errors import InputError
 from tokenizers import Tokenizer, pre_tokenizers, processors
 from tokenizers.models import BPE
 from transformers import (
@@ -23,6 +22,8 @@ from transformers import (
     EsmTokenizer,
     PreTrainedTokenizerFast,
 )
+
+from proofbench.errors import InputError
 
 ESM_VOCAB = Path(__file__).resolve().parent / "data" / "esm_vocab.txt"
 ESM_TOKEN_COUNT = 33

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 import torch
+
 from proofbench.declare import Metric
 
 Batch = dict[str, torch.Tensor]

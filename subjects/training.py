@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psutil
 import torch
+
 from proofbench.declare import (
     Context,
     Equivalence,

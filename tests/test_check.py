@@ -11,6 +11,9 @@ import json
 
 import numpy as np
 import pytest
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
 from proofbench import cli
 from proofbench.analysis.check import FORMAT, FORMAT_VERSION, run_check
 from proofbench.analysis.detect import detect
@@ -19,8 +22,6 @@ from proofbench.cli import check as check_command
 from proofbench.db.alerts import Alert, CheckRun
 from proofbench.db.models import Benchmark, Commit, Environment, Machine, Result
 from proofbench.db.session import connect
-from sqlalchemy import delete, select
-from sqlalchemy.orm import Session
 
 PARAMS = {"variant": "optimized", "size": "small"}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from proofbench.claim import load_claims
 from proofbench.registry import load
 

@@ -10,6 +10,9 @@ import math
 
 import pytest
 from postgres import db_url, postgres_server, postgres_url  # noqa: F401  (fixtures)
+from test_fleet import command, fleet_results
+from test_machine import FakeNvml
+
 from proofbench import cli
 from proofbench.analysis.comparison import VariantFigures
 from proofbench.analysis.hardware import throughput_ratio
@@ -17,8 +20,6 @@ from proofbench.cli import compare as compare_command
 from proofbench.cli import machine as machine_command
 from proofbench.errors import InputError
 from proofbench.stats import spread
-from test_fleet import command, fleet_results
-from test_machine import FakeNvml
 
 GPU = "NVIDIA H100 80GB HBM3"
 

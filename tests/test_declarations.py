@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+
 from proofbench.claim import load_claims
 from proofbench.declare import Equivalence, Metric, Size, Subject, Variant, Workload
 from proofbench.errors import DeclarationError, InputError

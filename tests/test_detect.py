@@ -4,9 +4,9 @@ import math
 
 import numpy as np
 import pytest
+
 from proofbench.analysis.detect import ChangePoint, Tracker, _u_tail, detect
 from proofbench.errors import InputError
-
 from tools import history_synth as synth
 
 

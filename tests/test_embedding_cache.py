@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from proofbench.errors import DeclarationError
 from proofbench.subjects.embedding_cache import (
     CacheStats,

@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
 from proofbench.errors import InputError
 from proofbench.subjects.fasta import LINE_WIDTH, read_fasta, write_fasta
 from proofbench.subjects.lmdb_store import StoreReader, write_store

@@ -18,6 +18,10 @@ import pytest
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from postgres import db_url, postgres_server, postgres_url  # noqa: F401  (fixtures)
+from sqlalchemy import func, select, text
+from sqlalchemy.orm import Session
+from test_machine import FakeNvml
+
 from proofbench.cli import main
 from proofbench.db.fleet import machine_history, store_machine
 from proofbench.db.models import (
@@ -31,9 +35,6 @@ from proofbench.db.models import (
 from proofbench.db.session import alembic_config, connect
 from proofbench.machine.capture import capture, to_asv_machine_json
 from proofbench.pipeline import runner
-from sqlalchemy import func, select, text
-from sqlalchemy.orm import Session
-from test_machine import FakeNvml
 
 pytestmark = pytest.mark.slow
 NO_NVML = pynvml.NVML_ERROR_LIBRARY_NOT_FOUND

@@ -18,7 +18,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
 from proofbench import cli
+from proofbench.git import first_parent
 from proofbench.analysis import series
 from proofbench.cli import check as check_command
 from proofbench.cli import history as history_command
@@ -28,8 +32,6 @@ from proofbench.errors import InputError
 from proofbench.pipeline import history, runner
 from proofbench.pipeline.generate import generate
 from proofbench.registry import Registry, load
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 SLOW_SUBJECT = "Read the store with a pause per epoch"
 BROKEN_SUBJECT = "Break the build"
@@ -121,7 +123,7 @@ def test_series_points_are_ordered_by_position_and_merged_branches_left_out(merg
             session.flush()
             _row(session, row.id, bench, machine, env, values[name])
         session.flush()
-        assert series.place(session, series.first_parent(repo, "main"), "main") == 4
+        assert series.place(session, first_parent(repo, "main"), "main") == 4
     with Session(engine) as session:
         (s,) = series.load(session, "main")
     assert [p.commit.subject for p in s.points] == ["a", "b", "merge", "c"]
@@ -136,9 +138,9 @@ def test_a_commit_keeps_the_branch_it_was_placed_on(merged_repo, sqlite_url):
     with Session(engine) as session, session.begin():
         session.add(Commit(hash=c["a"], subject="a"))
         session.flush()
-        assert series.place(session, series.first_parent(repo, "main"), "main") == 1
-        assert series.place(session, series.first_parent(repo, "feature"), "feature") == 0
-        assert series.place(session, series.first_parent(repo, "main"), "main") == 0  # already there
+        assert series.place(session, first_parent(repo, "main"), "main") == 1
+        assert series.place(session, first_parent(repo, "feature"), "feature") == 0
+        assert series.place(session, first_parent(repo, "main"), "main") == 0  # already there
         row = session.scalars(select(Commit)).one()
         assert (row.branch, row.position) == ("main", 0)
 

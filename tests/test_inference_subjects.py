@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from proofbench import capability
 from proofbench.declare import Context
 from proofbench.errors import EquivalenceError

@@ -5,6 +5,7 @@ import os
 import pickle
 
 import pytest
+
 from proofbench.errors import InputError
 from proofbench.subjects.lmdb_store import (
     StoreReader,

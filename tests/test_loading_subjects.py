@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from proofbench.declare import Context, Subject, Workload
 from proofbench.errors import InputError
 from proofbench.registry import REGISTRY

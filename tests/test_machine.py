@@ -17,6 +17,7 @@ import pynvml
 import pytest
 from asv.graph import Graph
 from asv.machine import Machine, MachineCollection
+
 from proofbench.errors import DeclarationError, InputError
 from proofbench.machine.capture import (
     MachineProfile,

@@ -10,12 +10,15 @@ import datetime as dt
 import importlib
 import pkgutil
 
-import proofbench.db
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from postgres import db_url, postgres_server, postgres_url  # noqa: F401  (fixtures)
+from sqlalchemy import MetaData, select
+from sqlalchemy.orm import Session
+
+import proofbench.db
 from proofbench.cli import main
 from proofbench.db.fleet import store_machine
 from proofbench.db.models import (
@@ -29,8 +32,6 @@ from proofbench.db.models import (
     Result,
 )
 from proofbench.db.session import alembic_config, engine_for, has_schema
-from sqlalchemy import MetaData, select
-from sqlalchemy.orm import Session
 
 WHEN = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
 

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
 from proofbench.claim import load_claims
 from proofbench.db.models import Benchmark, Commit, Machine, Result
 from proofbench.db.session import connect
@@ -18,8 +20,6 @@ from proofbench.pipeline.ingest import (
 )
 from proofbench.registry import load
 from proofbench.reports.render import render
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
 pytestmark = pytest.mark.slow
 
@@ -108,7 +108,7 @@ def test_report_escapes_hostile_names(sqlite_url, tmp_path):
         from proofbench.db.models import Environment
 
         env = Environment(name="e")
-        bench = Benchmark(name=f"loading.X.time_call", version="1", subject=hostile, area="loading", metric="time",
+        bench = Benchmark(name="loading.X.time_call", version="1", subject=hostile, area="loading", metric="time",
                           unit="seconds", higher_is_better=False, details={"description": hostile})
         session.add_all([machine, commit, env, bench])
         session.flush()

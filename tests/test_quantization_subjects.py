@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import copy
 import math
-from pathlib import Path
 
 import pytest
 import torch
+
 from proofbench import capability
 from proofbench.declare import Context
 from proofbench.registry import REGISTRY

@@ -16,6 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from postgres import db_url, postgres_server, postgres_url  # noqa: F401  (fixtures)
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
 from proofbench.db.models import (
     Benchmark,
     ClaimRow,
@@ -29,8 +32,6 @@ from proofbench.errors import InputError
 from proofbench.reports import changes, charts, queries
 from proofbench.reports.output import SiteWriter, slug
 from proofbench.reports.render import render
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 HOSTILE_SUBJECT = '../../<script>window.__pwned=1</script>"\'x'
 HOSTILE_MACHINE = '../<img src=x onerror="window.__pwned=2">'

@@ -6,6 +6,7 @@ import threading
 from concurrent.futures import wait
 
 import pytest
+
 from proofbench.errors import DeclarationError
 from proofbench.subjects.request_batcher import BatchHandlerError, DynamicBatcher, serve
 

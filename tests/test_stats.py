@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+
 from proofbench.stats import MIN_ROUNDS, MIN_SAMPLES, Reduction, round_ratio, speedup, spread
 
 

@@ -1,5 +1,6 @@
 """The synchronising clock and the post-setup peak-memory measurement."""
 import numpy as np
+
 from proofbench.measure.memory import PeakMemory, rss_bytes
 from proofbench.measure.timer import SyncClock, active_devices
 

@@ -5,6 +5,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from proofbench.declare import Context, Subject, Workload
 from proofbench.errors import DeclarationError, InputError
 from proofbench.registry import REGISTRY, load

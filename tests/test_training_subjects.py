@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from proofbench import capability
 from proofbench.declare import Context, Subject, Workload
 from proofbench.errors import DeclarationError, Skip
@@ -14,7 +15,7 @@ from proofbench.subjects.attention import CachedMask, causal_mask
 from proofbench.subjects.trainer import accumulate, train
 
 load()  # every area module, in the registry's order, before naming any subject module
-from proofbench.subjects import dataloading, training  # noqa: E402
+from proofbench.subjects import training  # noqa: E402
 
 KEYS = ("training.mixed_precision", "training.gradient_checkpointing", "training.fused_optimizer",
         "training.causal_mask_cache", "training.memory_queries", "training.grad_accumulation",

@@ -43,8 +43,8 @@ from dataclasses import dataclass
 import numpy as np
 from asv.step_detect import detect_steps
 from asv_runner.statistics import compute_stats
-from proofbench.analysis.detect import Tracker, detect
 
+from proofbench.analysis.detect import Tracker, detect
 from tools import history_synth as synth
 
 TOLERANCE = 2

@@ -24,12 +24,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+from sqlalchemy import insert, select
+from sqlalchemy.orm import Session
+
 from proofbench.db.models import Benchmark, ClaimRow, Commit, Environment, Machine
 from proofbench.db.session import connect
 from proofbench.declare import AREAS
 from proofbench.reports.render import render
-from sqlalchemy import insert, select
-from sqlalchemy.orm import Session
 
 METHODS = (("time_call", "time", "seconds", False), ("track_items", "items", "sequences", True),
            ("track_peak_memory", "peak_memory", "bytes", False), ("track_quality", "max_abs_diff", "", False))

@@ -1,8 +1,9 @@
 """Alembic environment: runs migrations on the connection `db.session.upgrade` hands in."""
 from __future__ import annotations
 
-import proofbench.db.alerts  # noqa: F401  (its tables belong to the schema too)
 from alembic import context
+
+import proofbench.db.alerts  # noqa: F401  (its tables belong to the schema too)
 from proofbench.db.models import Base
 
 config = context.config

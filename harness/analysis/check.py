@@ -20,18 +20,19 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
+
+from proofbench import git
 from proofbench.analysis import series as series_mod
 from proofbench.analysis.detect import ChangePoint, detect
 from proofbench.analysis.series import CommitRef, Series
 from proofbench.db.alerts import Alert, CheckRun
 from proofbench.db.models import Commit
 from proofbench.errors import InputError
-from sqlalchemy import Engine, select
-from sqlalchemy.orm import Session
 
 FORMAT = "proofbench-check"
 FORMAT_VERSION = 1
@@ -138,12 +139,10 @@ def run_check(engine: Engine, branch: str, *, since: str | None = None, repo: Pa
 
 
 def _first_parent(repo: Path, branch: str) -> list[str]:
-    shallow = subprocess.run(["git", "-C", str(repo), "rev-parse", "--is-shallow-repository"],
-                             capture_output=True, text=True)
-    if shallow.stdout.strip() == "true":
+    if git.is_shallow(repo):
         raise InputError(f"{repo}: a shallow clone cannot place commits on {branch}'s first-parent history "
                          f"(fetch the full history, e.g. fetch-depth: 0, or check without the repository)")
-    return series_mod.first_parent(repo, branch)
+    return git.first_parent(repo, branch)
 
 
 def parse_since(session: Session, text: str, branch: str, repo: Path | None) -> Since:
@@ -155,7 +154,7 @@ def parse_since(session: Session, text: str, branch: str, repo: Path | None) -> 
     if day is not None:
         positions = [p for _, p, at in rows if at is not None and _utc(at) >= day]
         return Since(text, min(positions) if positions else None)
-    full = _rev_parse(repo, text) if repo else text
+    full = (git.rev_parse(repo, text) if repo else None) or text
     matches = [p for h, p, _ in rows if h.startswith(full.lower())]
     if len(matches) == 1:
         return Since(text, matches[0])
@@ -176,12 +175,6 @@ def _date(text: str) -> dt.datetime | None:
 def _utc(value: dt.datetime) -> dt.datetime:
     # SQLite hands timestamps back without their zone; they were stored as UTC or local git time.
     return value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value.astimezone(dt.timezone.utc)
-
-
-def _rev_parse(repo: Path, rev: str) -> str:
-    out = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
-                         capture_output=True, text=True)
-    return out.stdout.strip() if out.returncode == 0 else rev
 
 
 def _iso(value: dt.datetime | None) -> str:

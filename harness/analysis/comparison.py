@@ -8,10 +8,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from proofbench.db.models import Benchmark, Commit, Machine, Result
-from proofbench.stats import Reduction, Speedup, Spread, speedup, spread
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+
+from proofbench.db.models import Benchmark, Commit, Machine, Result
+from proofbench.stats import Reduction, Speedup, Spread, speedup, spread
 
 
 @dataclass(frozen=True)

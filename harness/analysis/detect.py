@@ -38,8 +38,9 @@ from typing import Sequence
 
 import numpy as np
 from asv.step_detect import get_mu_dist, solve_potts_approx
-from proofbench.errors import InputError
 from scipy.special import ndtr, ndtri, stdtr
+
+from proofbench.errors import InputError
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,14 @@ Figures come from one commit given for both machines, or each machine's latest c
 """
 from __future__ import annotations
 
-import subprocess
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from proofbench import git
 from proofbench.analysis.comparison import (
     SubjectFigures,
     VariantFigures,
@@ -27,8 +30,6 @@ from proofbench.analysis.comparison import (
 from proofbench.db.models import Commit, Machine, Result
 from proofbench.errors import InputError
 from proofbench.stats import Speedup, speedup
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ def resolve_commit(session: Session, rev: str, repo: Path | None = None) -> Comm
     """The stored commit whose hash starts with `rev`, or that `git rev-parse rev` names in `repo`."""
     matches = _commits_starting(session, rev.lower())
     if not matches and repo is not None:
-        full = _rev_parse(repo, rev)
+        full = git.rev_parse(repo, rev)
         matches = _commits_starting(session, full) if full else []
     if len(matches) > 1:
         raise InputError(f"commit {rev!r} is ambiguous: it matches {', '.join(c.hash[:12] for c in matches)}")
@@ -113,18 +114,6 @@ def _commits_starting(session: Session, prefix: str) -> list[Commit]:
     if not prefix:
         return []
     return list(session.scalars(select(Commit).where(Commit.hash.startswith(prefix, autoescape=True))))
-
-
-def _rev_parse(repo: Path, rev: str) -> str | None:
-    # "--end-of-options" keeps a revision starting with "-" from being read as an option
-    try:
-        out = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", "--end-of-options",
-                              f"{rev}^{{commit}}"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if out.returncode != 0:
-        return None
-    return out.stdout.strip() or None
 
 
 def compare(session: Session, a: str, b: str, rev: str | None = None, repo: Path | None = None) -> HardwareComparison:

@@ -10,15 +10,13 @@ branch's own. A commit gets its position from `place` (the list of `git rev-list
 from __future__ import annotations
 
 import math
-import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterator, Sequence
 
-from proofbench.db.models import Benchmark, Commit, Environment, Machine, Result
-from proofbench.errors import InputError
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
+
+from proofbench.db.models import Benchmark, Commit, Environment, Machine, Result
 
 
 @dataclass(frozen=True)
@@ -84,16 +82,6 @@ class Series:
     def index_of(self, commit_id: int) -> int | None:
         """Where a commit stands in this series, or None when it has no point here."""
         return next((i for i, p in enumerate(self.points) if p.commit.id == commit_id), None)
-
-
-def first_parent(repo: Path, tip: str) -> list[str]:
-    """Full hashes of `tip`'s first-parent history, oldest first (git rev-list)."""
-    out = subprocess.run(["git", "-C", str(repo), "rev-list", "--first-parent", "--reverse", tip, "--"],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        reason = (out.stderr.strip().splitlines() or ["git failed"])[-1]
-        raise InputError(f"{repo}: cannot list the first-parent history of {tip!r}: {reason}")
-    return out.stdout.split()
 
 
 def place(session: Session, hashes: Sequence[str], branch: str) -> int:

@@ -29,10 +29,11 @@ def add_parser(sub) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from sqlalchemy.orm import Session
+
     from proofbench.analysis.hardware import compare
     from proofbench.cli.common import engine
     from proofbench.pipeline.runner import ROOT
-    from sqlalchemy.orm import Session
 
     with Session(engine(args)) as session:
         comparison = compare(session, args.machine_a, args.machine_b, args.commit, repo=ROOT)
@@ -99,9 +100,10 @@ def _side_line(label: str, side) -> str:
 
 def text(comparison) -> str:
     """The comparison as a plain-text table (no colour codes)."""
-    from proofbench.reports import formatting as fmt
     from rich.console import Console
     from rich.table import Table
+
+    from proofbench.reports import formatting as fmt
 
     a, b = comparison.a.name, comparison.b.name
     table = Table(title=f"proofbench — {a} (A) against {b} (B)")

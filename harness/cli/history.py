@@ -27,14 +27,16 @@ def add_parser(sub) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from sqlalchemy.orm import Session
+
+    from proofbench import git
     from proofbench.analysis import series
     from proofbench.claim import load_claims
     from proofbench.machine.capture import capture
     from proofbench.pipeline import history, runner
     from proofbench.pipeline.ingest import ingest, sync_claims
     from proofbench.profile import get_profile
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-    from sqlalchemy.orm import Session
 
     repo = (args.repo or runner.ROOT).resolve()
     branch = args.branch or history.default_branch(repo)
@@ -56,7 +58,7 @@ def handle(args: argparse.Namespace) -> int:
     paths = list(outcome.results)
     status = report_ingest(ingest(db, paths, _sources(paths, layout, repo)))
     with Session(db) as session, session.begin():
-        series.place(session, series.first_parent(repo, branch), branch)
+        series.place(session, git.first_parent(repo, branch), branch)
     console.print(f"environment: {outcome.environment_dir} (kept for the next run)")
     return status
 

@@ -16,11 +16,12 @@ def add_parser(sub) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from sqlalchemy.orm import Session
+
     from proofbench.cli.common import engine
     from proofbench.db.fleet import machine_history, store_machine
     from proofbench.machine.capture import capture, fingerprint
     from proofbench.pipeline import runner
-    from sqlalchemy.orm import Session
 
     db = engine(args)  # first: an unreachable database stops the command before it writes anything
     profile = capture(args.name)

@@ -17,6 +17,8 @@ def add_parser(sub) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     from proofbench.claim import load_claims
     from proofbench.machine.capture import capture
     from proofbench.pipeline import runner
@@ -24,7 +26,6 @@ def handle(args: argparse.Namespace) -> int:
     from proofbench.pipeline.ingest import ingest, sync_claims
     from proofbench.profile import get_profile
     from proofbench.registry import load
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     profile = get_profile(args.profile)
     for path in generate(load()):
@@ -51,12 +52,13 @@ def handle(args: argparse.Namespace) -> int:
 
 def print_table(db, machine_name: str) -> None:
     """The terminal summary: subject, variant, time, items/s, speedup, claim, verdict."""
-    from proofbench.claim import load_claims
-    from proofbench.reports import formatting as fmt
-    from proofbench.reports.render import machine_views
     from rich.console import Console
     from rich.table import Table
     from sqlalchemy.orm import Session
+
+    from proofbench.claim import load_claims
+    from proofbench.reports import formatting as fmt
+    from proofbench.reports.render import machine_views
 
     with Session(db) as session:
         claims = list(load_claims())

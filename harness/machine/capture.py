@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+
 from proofbench.errors import DeclarationError, InputError
 from proofbench.machine.nvml import GpuProfile, gpu_profiles
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import psutil
+
 from proofbench import capability
 from proofbench.declare import Context, Subject, Variant, Workload
 from proofbench.errors import InputError, Skip

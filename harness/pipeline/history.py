@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from proofbench.analysis.series import first_parent
+from proofbench import git
 from proofbench.errors import InputError, RunError
 from proofbench.machine.capture import MachineProfile
 from proofbench.measure import sidecar
@@ -84,17 +84,10 @@ def default_branch(repo: Path = runner.ROOT) -> str:
 def commits(repo: Path, branch: str, spec: str | None = None, since: str | None = None) -> tuple[str, ...]:
     """The commits of `spec` (`A..B`, or a revision and its history; default: the branch),
     committed at or after `since`, oldest first, on `branch`'s first-parent history."""
-    cmd = ["git", "-C", str(repo), "rev-list", "--first-parent", "--reverse"]
-    if since:
-        cmd.append(f"--since={since}")
-    out = subprocess.run(cmd + [spec or branch, "--"], capture_output=True, text=True)
-    if out.returncode != 0:
-        reason = (out.stderr.strip().splitlines() or ["git failed"])[-1]
-        raise InputError(f"{repo}: cannot list the commits of {spec or branch!r}: {reason}")
-    found = tuple(out.stdout.split())
+    found = tuple(git.first_parent(repo, spec or branch, since))
     if not found:
         raise InputError(f"{repo}: no commits in {spec or branch!r}" + (f" since {since}" if since else ""))
-    on_branch = set(first_parent(repo, branch))
+    on_branch = set(git.first_parent(repo, branch))
     stray = [c for c in found if c not in on_branch]
     if stray:
         raise InputError(f"{repo}: commit {stray[0][:8]} of {spec or branch!r} is not on {branch}'s first-parent "

@@ -7,13 +7,15 @@ read is refused with one line naming it, and the other files still go in.
 """
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sqlalchemy import Engine, delete, select
+from sqlalchemy.orm import Session
+
+from proofbench import git
 from proofbench.claim import Claim
 from proofbench.db.fleet import store_machine
 from proofbench.db.models import (
@@ -30,8 +32,6 @@ from proofbench.measure import sidecar
 from proofbench.pipeline import asv_log, results_file
 from proofbench.pipeline.generate import BenchmarkInfo
 from proofbench.pipeline.results_file import Point, ResultsFile
-from sqlalchemy import Engine, delete, select
-from sqlalchemy.orm import Session
 
 
 @dataclass
@@ -204,19 +204,11 @@ def _reason(records: list[sidecar.Record], failed: bool) -> str:
 
 
 def _commit_metadata(repo: Path | None, commit: str) -> dict:
-    if repo is None:
+    info = git.commit_info(repo, commit) if repo is not None else None
+    if info is None:
         return {}
-    fmt = "%s%x00%an%x00%aI%x00%cI"
-    try:
-        out = subprocess.run(["git", "-C", str(repo), "show", "-s", f"--format={fmt}", commit],
-                             capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    if out.returncode != 0 or out.stdout.count("\x00") < 3:
-        return {}
-    subject, author, authored, committed = out.stdout.strip("\n").split("\x00")[:4]
-    return {"subject": subject, "author": author, "authored_at": dt.datetime.fromisoformat(authored),
-            "committed_at": dt.datetime.fromisoformat(committed)}
+    return {"subject": info.subject, "author": info.author, "authored_at": info.authored_at,
+            "committed_at": info.committed_at}
 
 
 def sync_claims(engine: Engine, claims: tuple[Claim, ...]) -> None:

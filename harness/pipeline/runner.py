@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import psutil
-from proofbench import project
+
+from proofbench import git, project
 from proofbench.errors import RunError
 from proofbench.machine.capture import (
     MachineProfile,
@@ -97,14 +98,6 @@ class RunOutcome:
     log: str
 
 
-def git_head(repo: Path = ROOT) -> str:
-    """The full hash of HEAD, or RunError when the checkout has no commit."""
-    out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RunError(f"{repo}: not a git checkout with a commit (asv stores results per commit)")
-    return out.stdout.strip()
-
-
 def write_machine_files(profile: MachineProfile, layout: Layout) -> None:
     """asv's ~/.asv-machine.json (kept under the project) and the full profile beside the results."""
     layout.home.mkdir(parents=True, exist_ok=True)
@@ -158,7 +151,7 @@ def run(profile: Profile, machine_profile: MachineProfile, bench: str | None = N
     it started, then raises KeyboardInterrupt: nothing of the interrupted run is ingested.
     """
     layout = layout or Layout.default()
-    commit = git_head()
+    commit = git.head(ROOT)
     machine = machine_profile.name
     memory_limit(os.environ.get(MEMORY_LIMIT_VAR))  # a malformed limit fails here, not in every benchmark
     write_machine_files(machine_profile, layout)

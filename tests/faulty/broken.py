@@ -45,9 +45,10 @@ HOSTILE = "../../../../../../../../escaped-<script>alert(1)</script>"
 
 def hostile_database(url: str) -> None:
     """A database whose every name and text a page shows or is named by holds `HOSTILE`."""
+    from sqlalchemy.orm import Session
+
     from proofbench.db.models import Benchmark, Commit, Environment, Machine, Result
     from proofbench.db.session import connect
-    from sqlalchemy.orm import Session
 
     with Session(connect(url)) as session, session.begin():
         machine = Machine(name=HOSTILE, fingerprint="f", profile={"cpu": HOSTILE})

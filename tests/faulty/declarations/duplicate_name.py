@@ -1,7 +1,6 @@
 """Two subjects under one name."""
 from proofbench.declare import Subject, Variant
 from proofbench.registry import register
-
 from tests.faulty.declarations.common import SAME, SIZES, prepare
 
 

@@ -1,7 +1,6 @@
 """A subject whose optimized variant takes two arguments where the baseline takes one."""
 from proofbench.declare import Subject, Variant
 from proofbench.registry import register
-
 from tests.faulty.declarations.common import SAME, SIZES, prepare
 
 
