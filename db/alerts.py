@@ -25,9 +25,6 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from proofbench.db.models import Base, Benchmark, Commit, Environment, Machine
 
-ALERT_STATUSES = ("open", "resolved")
-
-
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 

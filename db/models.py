@@ -142,7 +142,6 @@ class Result(Base):
     threads: Mapped[Optional[int]] = mapped_column(Integer)
     profile: Mapped[Optional[str]] = mapped_column(String(50))
     equivalent: Mapped[Optional[bool]] = mapped_column(Boolean)
-    details: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
     benchmark: Mapped[Benchmark] = relationship()
     machine: Mapped[Machine] = relationship()

@@ -1,12 +1,11 @@
 """Engines and schema management: a database URL in, a migrated database out.
 
-The URL defaults to the SQLite file db/proofbench.sqlite; any SQLAlchemy URL works
-(`postgresql+psycopg://...` for a fleet sharing one database). SQLite runs in WAL mode with a
+Any SQLAlchemy URL works: a SQLite file for one machine, `postgresql+psycopg://...` for a fleet
+sharing one database (which URL a command uses is the project's business: proofbench.project). SQLite runs in WAL mode with a
 busy timeout so several ingesting processes can share the file.
 """
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -19,15 +18,8 @@ from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 from proofbench.errors import DatabaseError
 
 ROOT = Path(__file__).resolve().parent
-DEFAULT_URL = f"sqlite:///{ROOT / 'proofbench.sqlite'}"
-ENV_VAR = "PROOFBENCH_DB"
 BUSY_TIMEOUT_MS = 30_000
 MIGRATION_LOCK = 0x70726F6F66  # PostgreSQL advisory lock key ("proof") held while migrating
-
-
-def database_url(url: str | None = None) -> str:
-    """The URL to use: the argument, else $PROOFBENCH_DB, else the default SQLite file."""
-    return url or os.environ.get(ENV_VAR) or DEFAULT_URL
 
 
 def masked(url: str) -> str:
@@ -54,9 +46,8 @@ def _sqlite_begin(connection) -> None:
     connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
-def engine_for(url: str | None = None) -> Engine:
+def engine_for(url: str) -> Engine:
     """An engine for `url`; raises DatabaseError (password masked) if it cannot connect."""
-    url = database_url(url)
     try:
         parsed = make_url(url)
     except ArgumentError:
@@ -117,7 +108,7 @@ def upgrade(engine: Engine) -> None:
                 connection.connection.driver_connection.execute("PRAGMA foreign_keys=ON")
 
 
-def connect(url: str | None = None, migrate: bool = True) -> Engine:
+def connect(url: str, migrate: bool = True) -> Engine:
     """An engine on a database whose schema is current."""
     engine = engine_for(url)
     if migrate:

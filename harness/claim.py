@@ -9,10 +9,9 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from proofbench import project
 from proofbench.errors import InputError
+from proofbench.registry import Registry
 
-CLAIMS_FILE = project.ROOT / "subjects" / "claims.toml"
 KINDS = ("speedup", "throughput", "memory_reduction", "quality")
 DEVICES = ("any", "gpu")
 _REQUIRED = ("id", "subject", "variant", "source", "quote", "kind", "metric")
@@ -40,23 +39,9 @@ class Claim:
     device: str = "any"
     note: str = ""
 
-    @property
-    def promise(self) -> str:
-        """The promised figure in words, for tables."""
-        if self.low is None:
-            return "quality kept"
-        if self.kind == "speedup" and self.low == 1.0 and self.high in (None, 1.0):
-            return "faster (no figure given)"
-        span = f"{self.low:g}" if self.high in (None, self.low) else f"{self.low:g}-{self.high:g}"
-        if self.kind == "speedup":
-            return f"{span}x faster"
-        if self.kind == "throughput":
-            return f"{span} items/s"
-        lo = f"{self.low:.0%}" if self.high in (None, self.low) else f"{self.low:.0%}-{self.high:.0%}"
-        return f"{lo} less {self.metric.replace('_', ' ')}"
 
 
-def load_claims(path: Path = CLAIMS_FILE) -> tuple[Claim, ...]:
+def load_claims(path: Path) -> tuple[Claim, ...]:
     """Parse a claims file; every error names the file, the claim and the key."""
     try:
         data = tomllib.loads(path.read_text())
@@ -100,3 +85,16 @@ def _claim(path: Path, index: int, table: dict) -> Claim:
     return Claim(id=table["id"], subject=table["subject"], variant=table["variant"], source=table["source"],
                  quote=table["quote"], kind=table["kind"], metric=table["metric"], low=low, high=high,
                  device=table.get("device", "any"), note=table.get("note", ""))
+
+
+def check_against(claims: tuple[Claim, ...], registry: Registry, path: Path) -> tuple[Claim, ...]:
+    """`claims`, once each is known to name a registered subject and one of its variants."""
+    for claim in claims:
+        if claim.subject not in registry:
+            raise InputError(f"{path}: claim {claim.id!r}: unknown subject {claim.subject!r}; "
+                             f"known: {', '.join(s.key for s in registry) or 'none'}")
+        variants = [v.name for v in registry.get(claim.subject).variants]
+        if claim.variant not in variants:
+            raise InputError(f"{path}: claim {claim.id!r}: subject {claim.subject} has no variant {claim.variant!r}; "
+                             f"expected one of {', '.join(variants)}")
+    return claims

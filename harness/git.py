@@ -70,6 +70,12 @@ def first_parent(repo: Path, tip: str, since: str | None = None) -> list[str]:
     return out.stdout.split()
 
 
+def current_branch(repo: Path) -> str | None:
+    """The branch checked out in `repo`, or None on a detached HEAD."""
+    out = _git(repo, "symbolic-ref", "--quiet", "--short", "HEAD")
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
 def is_shallow(repo: Path) -> bool:
     """True for a shallow clone, whose history stops before the root commit."""
     return _git(repo, "rev-parse", "--is-shallow-repository").stdout.strip() == "true"

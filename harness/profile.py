@@ -1,4 +1,9 @@
-"""Profiles: named selections of sizes and measurement settings, declared in TOML."""
+"""Profiles: named selections of sizes and measurement settings, declared in TOML.
+
+The built-in profiles (smoke, quick, full, gpu) ship beside this module; a project may add or
+replace profiles with its own file (the project file's `profiles`). A benchmark process learns
+which profile and which file from $PROOFBENCH_PROFILE and $PROOFBENCH_PROFILES.
+"""
 from __future__ import annotations
 
 import os
@@ -12,6 +17,7 @@ from proofbench.errors import DeclarationError, InputError
 PROFILES_FILE = Path(__file__).resolve().parent / "profiles.toml"  # the built-in profiles
 DEFAULT = "quick"
 ENV_VAR = "PROOFBENCH_PROFILE"
+FILE_VAR = "PROOFBENCH_PROFILES"  # a project's own profiles file, beside the built-in ones
 _DEVICES = ("cpu", "cuda")
 
 
@@ -89,10 +95,16 @@ def _profile(path: Path, name: str, table: object) -> Profile:
         raise InputError(f"{path}: {exc}") from None
 
 
-def get_profile(name: str | None = None, path: Path = PROFILES_FILE) -> Profile:
+def profiles(extra: Path | None = None) -> dict[str, Profile]:
+    """The built-in profiles, with those of `extra` (default: $PROOFBENCH_PROFILES) added or replacing."""
+    extra = extra or (Path(os.environ[FILE_VAR]) if os.environ.get(FILE_VAR) else None)
+    return {**load_profiles(PROFILES_FILE), **(load_profiles(extra) if extra else {})}
+
+
+def get_profile(name: str | None = None, extra: Path | None = None) -> Profile:
     """The profile called `name` (default: $PROOFBENCH_PROFILE, else 'quick')."""
     name = name or os.environ.get(ENV_VAR) or DEFAULT
-    profiles = load_profiles(path)
-    if name not in profiles:
-        raise DeclarationError(f"unknown profile {name!r}; expected one of {', '.join(profiles)} ({path})")
-    return profiles[name]
+    known = profiles(extra)
+    if name not in known:
+        raise DeclarationError(f"unknown profile {name!r}; expected one of {', '.join(known)}")
+    return known[name]

@@ -1,6 +1,235 @@
-"""Where the project's files are: the checkout whose subjects, suite and results proofbench uses."""
+"""The project file: which subjects, claims and profiles a repository has, and where its data goes.
+
+A project is a directory holding `proofbench.toml`, or a `pyproject.toml` with a
+`[tool.proofbench]` table. Every command finds it by walking up from the working directory
+(`--project DIR` for scripts). Paths in it are relative to that directory. Example:
+
+    subjects = ["bench.subjects"]          # modules that declare subjects (required)
+    claims = "bench/claims.toml"           # claims about them (optional)
+    profiles = "bench/profiles.toml"       # profiles beside the built-in ones (optional)
+    asv_config = "asv.conf.json"           # asv's configuration: the suite, results, environments
+    database = "sqlite:///.proofbench/proofbench.sqlite"
+    site = ".proofbench/site"              # where `proofbench report` writes the HTML site
+    workdir = ".proofbench"                # diagnostics, machine profiles, caches
+
+    [check]                                # the nightly check's thresholds
+    min_step = 0.03                        # steps smaller than 3% are not alerts
+    significance = 0.001
+    [[check.rule]]                         # per benchmark pattern (fnmatch), first match wins
+    pattern = "tokenization.*"
+    min_step = 0.05
+    higher_is_better = true                # for a plain asv benchmark whose metric rises when better
+"""
 from __future__ import annotations
 
+import fnmatch
+import math
+import os
+import tomllib
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from proofbench.errors import InputError
+
+FILE = "proofbench.toml"
+PYPROJECT = "pyproject.toml"
+ENV_VAR = "PROOFBENCH_PROJECT"  # the project directory, for processes started by proofbench
+DB_VAR = "PROOFBENCH_DB"  # a database URL that overrides the project file's
+DEFAULT_WORKDIR = ".proofbench"
+DEFAULT_MIN_STEP = 0.03
+DEFAULT_SIGNIFICANCE = 0.001
+_KEYS = {"subjects", "claims", "profiles", "asv_config", "database", "site", "workdir", "check"}
+_CHECK_KEYS = {"min_step", "significance", "rule"}
+_RULE_KEYS = {"pattern", "min_step", "significance", "higher_is_better"}
+
+
+class ProjectError(InputError):
+    """The project file is missing or says something proofbench cannot use."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Thresholds for the benchmarks whose name matches `pattern` (fnmatch)."""
+
+    pattern: str
+    min_step: float | None = None
+    significance: float | None = None
+    higher_is_better: bool | None = None
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """What the nightly check applies to one benchmark."""
+
+    min_step: float
+    significance: float
+    higher_is_better: bool | None  # None: the benchmark's own direction
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    """The `[check]` table: defaults and per-pattern rules, first match wins."""
+
+    min_step: float = DEFAULT_MIN_STEP
+    significance: float = DEFAULT_SIGNIFICANCE
+    rules: tuple[Rule, ...] = ()
+
+    def for_benchmark(self, name: str) -> Thresholds:
+        """The thresholds of the benchmark called `name`."""
+        rule = next((r for r in self.rules if fnmatch.fnmatchcase(name, r.pattern)), None)
+        if rule is None:
+            return Thresholds(self.min_step, self.significance, None)
+        return Thresholds(self.min_step if rule.min_step is None else rule.min_step,
+                          self.significance if rule.significance is None else rule.significance,
+                          rule.higher_is_better)
+
+
+@dataclass(frozen=True)
+class Project:
+    """A repository set up for proofbench; see the module docstring for the file."""
+
+    root: Path
+    file: Path
+    subjects: tuple[str, ...]
+    asv_config: Path
+    database: str
+    site: Path
+    workdir: Path
+    claims: Path | None = None
+    profiles: Path | None = None
+    check: CheckSettings = field(default_factory=CheckSettings)
+
+
+def find(start: Path | None = None) -> Project | None:
+    """The project of `start` (default: $PROOFBENCH_PROJECT, else the working directory) or of
+    the nearest directory above it; None when there is none."""
+    here = (start or Path(os.environ.get(ENV_VAR) or Path.cwd())).resolve()
+    for directory in (here, *here.parents):
+        if (directory / FILE).is_file():
+            return load(directory / FILE)
+        pyproject = directory / PYPROJECT
+        if pyproject.is_file() and "tool" in (data := _read(pyproject)) and "proofbench" in data["tool"]:
+            return _project(pyproject, data["tool"]["proofbench"], "[tool.proofbench]")
+    return None
+
+
+def database_url(explicit: str | None, found: Project | None) -> str:
+    """The database to use: `explicit` (--db), else $PROOFBENCH_DB, else the project's, else a
+    SQLite file under the working directory's .proofbench/."""
+    if explicit or os.environ.get(DB_VAR):
+        return explicit or os.environ[DB_VAR]
+    if found is not None:
+        return found.database
+    return f"sqlite:///{Path.cwd() / DEFAULT_WORKDIR / 'proofbench.sqlite'}"
+
+
+def require(start: Path | None = None) -> Project:
+    """The project of `start`, or a ProjectError that says how to make one."""
+    found = find(start)
+    if found is None:
+        where = (start or Path.cwd()).resolve()
+        raise ProjectError(f"no {FILE} (or [tool.proofbench] in {PYPROJECT}) in {where} or any directory above it; "
+                           f"run `proofbench init` there to write one")
+    return found
+
+
+def load(path: Path) -> Project:
+    """The project described by `path` (a proofbench.toml)."""
+    return _project(path, _read(path), "")
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ProjectError(f"{path}: cannot read: {exc.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ProjectError(f"{path}: not valid TOML: {exc}") from None
+
+
+def _project(path: Path, table: Any, prefix: str) -> Project:
+    where = f"{path}: {prefix + '.' if prefix else ''}"
+    if not isinstance(table, dict):
+        raise ProjectError(f"{path}: {prefix or 'the file'} must be a table")
+    _known(where, table, _KEYS)
+    root = path.parent.resolve()
+    subjects = table.get("subjects")
+    if (not isinstance(subjects, list) or not subjects
+            or not all(isinstance(s, str) and _module_name(s) for s in subjects)):
+        raise ProjectError(f"{where}subjects must be a non-empty list of module names (e.g. [\"bench.subjects\"])")
+    workdir = _path(where, root, table, "workdir", DEFAULT_WORKDIR)
+    return Project(root=root, file=path, subjects=tuple(subjects),
+                   asv_config=_path(where, root, table, "asv_config", "asv.conf.json"),
+                   database=_database(where, root, table.get("database", f"sqlite:///{DEFAULT_WORKDIR}/proofbench.sqlite")),
+                   site=_path(where, root, table, "site", f"{DEFAULT_WORKDIR}/site"), workdir=workdir,
+                   claims=_path(where, root, table, "claims", None), profiles=_path(where, root, table, "profiles", None),
+                   check=_check(where, table.get("check", {})))
+
+
+def _known(where: str, table: dict, allowed: set[str]) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise ProjectError(f"{where}unknown key {unknown[0]!r}; expected one of {', '.join(sorted(allowed))}")
+
+
+def _module_name(text: str) -> bool:
+    return all(part.isidentifier() for part in text.split("."))
+
+
+def _path(where: str, root: Path, table: dict, key: str, default: str | None) -> Path | None:
+    value = table.get(key, default)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or "\0" in value:
+        raise ProjectError(f"{where}{key} must be a path (a non-empty string)")
+    path = Path(value)
+    return path if path.is_absolute() else root / path
+
+
+def _database(where: str, root: Path, url: Any) -> str:
+    # A relative SQLite path is relative to the project, not to wherever the command runs.
+    if not isinstance(url, str) or not url.strip():
+        raise ProjectError(f"{where}database must be a database URL (a non-empty string)")
+    prefix = "sqlite:///"
+    if url.startswith(prefix) and url != prefix + ":memory:" and not url[len(prefix):].startswith("/"):
+        return prefix + str(root / url[len(prefix):])
+    return url
+
+
+def _check(where: str, table: Any) -> CheckSettings:
+    if not isinstance(table, dict):
+        raise ProjectError(f"{where}check must be a table")
+    _known(f"{where}check.", table, _CHECK_KEYS)
+    rules = table.get("rule", [])
+    if not isinstance(rules, list) or not all(isinstance(r, dict) for r in rules):
+        raise ProjectError(f"{where}check.rule must be an array of tables ([[check.rule]])")
+    return CheckSettings(min_step=_fraction(f"{where}check.min_step", table.get("min_step", DEFAULT_MIN_STEP)),
+                         significance=_probability(f"{where}check.significance",
+                                                   table.get("significance", DEFAULT_SIGNIFICANCE)),
+                         rules=tuple(_rule(f"{where}check.rule[{i}].", r) for i, r in enumerate(rules)))
+
+
+def _rule(where: str, table: dict) -> Rule:
+    _known(where, table, _RULE_KEYS)
+    pattern = table.get("pattern")
+    if not isinstance(pattern, str) or not pattern:
+        raise ProjectError(f"{where}pattern must be a non-empty string (an fnmatch pattern of benchmark names)")
+    direction = table.get("higher_is_better")
+    if direction is not None and not isinstance(direction, bool):
+        raise ProjectError(f"{where}higher_is_better must be true or false")
+    step, p = table.get("min_step"), table.get("significance")
+    return Rule(pattern, None if step is None else _fraction(where + "min_step", step),
+                None if p is None else _probability(where + "significance", p), direction)
+
+
+def _fraction(where: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1 or math.isnan(value):
+        raise ProjectError(f"{where} must be a number from 0 up to (not including) 1, e.g. 0.03 for 3%; got {value!r}")
+    return float(value)
+
+
+def _probability(where: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise ProjectError(f"{where} must be a probability between 0 and 1, e.g. 0.001; got {value!r}")
+    return float(value)

@@ -1,21 +1,20 @@
 """The registry of subjects: refuses duplicates, looks subjects up by `area.name`.
 
-`load()` imports `subjects.<area>` for every area that has a module. $PROOFBENCH_SUBJECTS
-(comma-separated dotted module paths, importable from the project root) replaces that list:
-the documented way to run the real pipeline on other subjects, such as the deliberately broken
-ones of tests/faulty (`PROOFBENCH_SUBJECTS=tests.faulty.faults`; add `subjects.loading` and
-the like to keep real ones). Pair it with $PROOFBENCH_WORKDIR (see `proofbench.pipeline.runner`) so the
-generated benchmarks and the results land outside the project's benchmarks/ and .asv/.
+`load(modules, root)` imports the modules a project file names (every one of them: a module
+that cannot be imported is an error naming it and why, never skipped); a benchmark process
+imports only the module of its subject (`load_module`).
 """
 from __future__ import annotations
 
 import importlib
 import importlib.util
 import os
+import sys
 import traceback
-from typing import Iterator
+from pathlib import Path
+from typing import Iterator, Sequence
 
-from proofbench.declare import AREAS, Subject
+from proofbench.declare import Subject
 from proofbench.errors import DeclarationError
 
 
@@ -24,6 +23,7 @@ class Registry:
 
     def __init__(self) -> None:
         self._subjects: dict[str, Subject] = {}
+        self._modules: dict[str, str] = {}  # subject key -> the module whose import registered it
 
     def register(self, *subjects: Subject) -> None:
         """Add subjects; a name already taken raises DeclarationError naming it."""
@@ -50,10 +50,16 @@ class Registry:
     def __len__(self) -> int:
         return len(self._subjects)
 
+    def module_of(self, key: str) -> str:
+        """The module that registered the subject `key` (what a benchmark process imports)."""
+        return self._modules.get(key) or self.get(key).prepare.__module__
+
+    def areas(self) -> list[str]:
+        """The areas that have subjects, sorted."""
+        return sorted({s.area for s in self})
+
     def area(self, area: str) -> list[Subject]:
         """The subjects of one area, in registration order."""
-        if area not in AREAS:
-            raise DeclarationError(f"unknown area {area!r}; expected one of {', '.join(AREAS)}")
         return [s for s in self if s.area == area]
 
 
@@ -61,47 +67,39 @@ REGISTRY = Registry()
 
 
 def register(*subjects: Subject) -> None:
-    """Register subjects in the process-wide registry (called by subject modules)."""
+    """Register subjects in the process-wide registry (called by subject modules at import).
+
+    The calling module is recorded as each subject's home: a benchmark process imports it alone.
+    """
+    caller = sys._getframe(1).f_globals.get("__name__", "")
     REGISTRY.register(*subjects)
+    for subject in subjects:
+        REGISTRY._modules[subject.key] = caller
 
 
-SUBJECTS_VAR = "PROOFBENCH_SUBJECTS"
-
-
-def subject_modules() -> list[str]:
-    """The modules `load()` imports: those of $PROOFBENCH_SUBJECTS, else each area's module."""
-    chosen = [name.strip() for name in os.environ.get(SUBJECTS_VAR, "").split(",") if name.strip()]
-    return chosen or [f"proofbench.subjects.{area}" for area in AREAS
-                      if importlib.util.find_spec(f"proofbench.subjects.{area}")]
-
-
-def load() -> Registry:
+def load(modules: Sequence[str], root: Path | None = None) -> Registry:
     """Import every subject module once and return the filled registry.
 
-    A declaration error raised while a module is imported is re-raised naming the module's
-    file and line; a chosen module that cannot be found names the variable.
+    `root` (the project's directory) goes first on sys.path, so modules beside the project
+    file import as they do in asv's benchmark processes. A declaration error raised while a
+    module is imported is re-raised naming the module's file and line.
     """
-    for name in subject_modules():
-        _import(name)
+    if root is not None and str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    for name in modules:
+        load_module(name)
     return REGISTRY
 
 
 def load_module(name: str) -> Registry:
     """Import one subject module (what a benchmark process needs) and return the registry."""
-    _import(name)
-    return REGISTRY
-
-
-def _import(name: str) -> None:
     try:
         importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name is None or not (name == exc.name or name.startswith(exc.name + ".")):
-            raise  # a missing dependency of the module, not the module itself
-        raise DeclarationError(f"{SUBJECTS_VAR}: no module {name!r} (expected a dotted path importable "
-                               f"from the project root)") from None
     except DeclarationError as exc:
         raise DeclarationError(f"{_where(name, exc)}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - whatever stops the import is the user's to see, in one line
+        raise DeclarationError(f"subject module {name!r} cannot be imported: {type(exc).__name__}: {exc}") from None
+    return REGISTRY
 
 
 def _where(name: str, exc: BaseException) -> str:

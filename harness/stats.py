@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Sequence
 
 import numpy as np
@@ -53,6 +54,15 @@ def spread(samples: Sequence[float]) -> Spread:
     return Spread(len(x), float(q50), float(q75 - q25))
 
 
+class Difference(StrEnum):
+    """The outcome of comparing two sample sets; the values are the words the reports use."""
+
+    FASTER = "faster"
+    SLOWER = "slower"
+    NONE = "no significant difference"
+    TOO_FEW = "too few samples"
+
+
 @dataclass(frozen=True)
 class Speedup:
     """How many times faster a variant is than the baseline (>1 faster, <1 slower)."""
@@ -73,13 +83,13 @@ class Speedup:
         return self.enough_samples and self.p_value < ALPHA
 
     @property
-    def word(self) -> str:
-        """The only place a comparison is put into words."""
+    def difference(self) -> "Difference":
+        """What the samples say: faster, slower, no significant difference, or too few to tell."""
         if not self.enough_samples:
-            return "too few samples"
+            return Difference.TOO_FEW
         if not self.significant:
-            return "no significant difference"
-        return "faster" if self.estimate > 1 else "slower"
+            return Difference.NONE
+        return Difference.FASTER if self.estimate > 1 else Difference.SLOWER
 
 
 def _finite(samples: Sequence[float] | None) -> np.ndarray:

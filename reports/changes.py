@@ -1,12 +1,11 @@
 """Change points of every history, for the charts and the regressions page.
 
-Where the nightly check (harness/check.py) has run, its stored alerts are the change points:
-they never move, and each is open until a later step brings the level back. Where it has not,
-`proofbench.analysis.detect.detect` runs over each series' per-commit values here, in worker processes
-started as soon as the histories are read, while the rest of the site is assembled. When
-harness/detect.py is absent the report still renders: `AVAILABLE` is False and the pages say
-that detection is off.
-"""
+Where the nightly check (proofbench.analysis.check) has run, its stored alerts are the change
+points: they never move, and each is open until a later step brings the level back. Where it has
+not, `proofbench.analysis.detect.detect` runs over each series' per-commit values here, in worker
+processes started as soon as the histories are read, while the rest of the site is assembled; a
+regression found that way is open until the newest level is back past the step's middle (the
+check's own rule, `brought_back`)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -20,18 +19,11 @@ from typing import Hashable, Protocol, Sequence
 from sqlalchemy import inspect, select
 from sqlalchemy.orm import Session
 
-try:
-    from proofbench.analysis.detect import detect as _detect
-except ImportError:  # HOOK: without harness/detect.py there is no change-point detection
-    _detect = None
-try:
-    from proofbench.db.alerts import Alert, CheckRun
-except ImportError:  # HOOK: without the nightly check's tables every render detects afresh
-    Alert = CheckRun = None
+from proofbench.analysis.check import brought_back
+from proofbench.analysis.detect import detect
+from proofbench.db.alerts import Alert, CheckRun
 
-AVAILABLE = _detect is not None
 PARALLEL_MIN_POINTS = 20_000  # below this many points in all, worker processes cost more than they save
-OPEN_FRACTION = 0.5  # on the fly, a regression is open while the newest level keeps half its step
 
 
 @dataclass(frozen=True)
@@ -74,11 +66,11 @@ def _one(job: Job) -> list[Step]:
     finite = [v for v in job.values if v is not None and math.isfinite(v)]
     if len(finite) < 5 or max(finite) == min(finite):
         return []  # too short, or a constant: nothing can step
-    found = _detect(list(job.values), higher_is_better=job.higher_is_better)
+    found = detect(list(job.values), higher_is_better=job.higher_is_better)
     latest = found[-1].after if found else math.nan
     steps = []
     for cp in found:
-        kept = (latest - cp.before) * cp.direction >= OPEN_FRACTION * abs(cp.after - cp.before)
+        kept = not brought_back(cp.before, cp.after, latest)
         steps.append(Step(job.ranks[cp.index], job.ranks[max(cp.index - 1, 0)], cp.before, cp.after,
                           getattr(cp, "p_value", math.nan), cp.regression, cp.regression and kept))
     return steps
@@ -100,16 +92,14 @@ class Detection:
         self._pool: ProcessPoolExecutor | None = None
         self._futures: list[Future] = []
         workers = min(os.cpu_count() or 1, 8)
-        if AVAILABLE and workers > 1 and sum(len(j.values) for j in jobs) >= PARALLEL_MIN_POINTS:
+        if workers > 1 and sum(len(j.values) for j in jobs) >= PARALLEL_MIN_POINTS:
             methods = multiprocessing.get_all_start_methods()
             context = multiprocessing.get_context("fork" if "fork" in methods else None)
             self._pool = ProcessPoolExecutor(workers, mp_context=context)
             self._futures = [self._pool.submit(_chunk, jobs[w::workers]) for w in range(workers)]
 
     def result(self) -> list[list[Step]]:
-        """The steps of each job, in job order ([] for every job when detection is unavailable)."""
-        if not AVAILABLE:
-            return [[] for _ in self.jobs]
+        """The steps of each job, in job order."""
         if self._pool is None:
             return _chunk(self.jobs)
         out: list[list[Step]] = [[] for _ in self.jobs]
@@ -165,7 +155,7 @@ class CheckInfo:
 def stored(session: Session, rank: dict[int, int]) -> tuple[CheckInfo, dict[tuple, list[Step]]] | None:
     """The stored alerts as steps by series key (machine, environment, benchmark, params key),
     with the newest check; None when no check has been recorded in this database."""
-    if Alert is None or not inspect(session.connection()).has_table(CheckRun.__tablename__):
+    if not inspect(session.connection()).has_table(CheckRun.__tablename__):
         return None
     last = session.scalars(select(CheckRun).order_by(CheckRun.id.desc()).limit(1)).first()
     if last is None:

@@ -110,6 +110,45 @@ def verdict_figure(verdict) -> str:
     return f"{verdict.value:.4g}"
 
 
+def promise(claim) -> str:
+    """A claim's promised figure in words: '2-3x faster', '5000 items/s', '30%-50% less peak memory'."""
+    low, high = claim.low, claim.high
+    if low is None:
+        return "quality kept"
+    if claim.kind == "speedup" and low == 1.0 and high in (None, 1.0):
+        return "faster (no figure given)"
+    span = f"{low:g}" if high in (None, low) else f"{low:g}-{high:g}"
+    if claim.kind == "speedup":
+        return f"{span}x faster"
+    if claim.kind == "throughput":
+        return f"{span} items/s"
+    lo = f"{low:.0%}" if high in (None, low) else f"{low:.0%}-{high:.0%}"
+    return f"{lo} less {claim.metric.replace('_', ' ')}"
+
+
+def verdict_reason(verdict) -> str:
+    """Why a verdict is what it is, in one short line."""
+    from proofbench.analysis.verdict import Why
+
+    v = verdict
+    p = f"p={v.p_value:.2g}" if not _missing(v.p_value) else ""
+    words = {
+        Why.RUN_STATUS: lambda: v.detail,
+        Why.VARIANT_NOT_MEASURED: lambda: f"variant {v.detail!r} was not measured",
+        Why.OUTSIDE_TOLERANCE: lambda: f"{v.detail} {amount(v.value, '')} outside tolerance {v.tolerance}",
+        Why.GPU_CLAIM: lambda: "the claim is about GPUs and this machine has none; the CPU figure is shown",
+        Why.TOO_FEW_SAMPLES: lambda: f"too few samples ({v.samples[0]} and {v.samples[1]})",
+        Why.SIGNIFICANT: lambda: p,
+        Why.SHORT_OF_PROMISE: lambda: f"faster ({p}) but below the promised {v.promised:g}x",
+        Why.NOT_BETTER: lambda: f"{v.detail} ({p})",
+        Why.RATE_REACHED: lambda: f"{v.detail}s/s",
+        Why.RATE_SHORT: lambda: f"baseline {rate(v.baseline)} {v.detail}s/s" if not _missing(v.baseline) else "",
+        Why.NO_FIGURE: lambda: f"no {v.detail} figure for both variants",
+        Why.REDUCTION: lambda: f"{v.detail}: {amount(v.baseline, '')} -> {amount(v.measured, '')}",
+    }
+    return words[v.why]() if v.why in words else str(v.why)
+
+
 def css_class(label: str) -> str:
     """A verdict label (or a status) as a CSS class name."""
     return "v-" + re.sub(r"[^a-z0-9]+", "-", str(label).lower()).strip("-")
@@ -122,4 +161,5 @@ def anchor(text: str, prefix: str) -> str:
 
 FILTERS = {"seconds": seconds, "byte_size": byte_size, "rate": rate, "factor": factor, "interval": interval,
            "percent": percent, "signed_percent": signed_percent, "amount": amount, "when": when, "day": day,
-           "short": short, "anchor": anchor, "verdict_figure": verdict_figure, "css_class": css_class}
+           "short": short, "anchor": anchor, "verdict_figure": verdict_figure, "verdict_reason": verdict_reason,
+           "promise": promise, "css_class": css_class}

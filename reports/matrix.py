@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from proofbench.analysis.comparison import SubjectFigures
 from proofbench.analysis.verdict import Verdict
 from proofbench.claim import Claim
-from proofbench.declare import AREAS
 from proofbench.reports.formatting import css_class
 from proofbench.reports.machines import MachineColumn
 from proofbench.stats import Speedup
 
+# The seed catalogue's areas in the order data flows through a model; other areas follow by name.
+AREA_ORDER = ("loading", "tokenization", "training", "inference", "quantization")
 
 @dataclass(frozen=True)
 class Entry:
@@ -72,7 +73,7 @@ def _claim_for(claims: list[Claim], subject: str, variant: str) -> Claim | None:
 def _speed_css(s: Speedup | None) -> str:
     if s is None:
         return "s-none"
-    return {"faster": "s-faster", "slower": "s-slower"}.get(s.word, "s-same")
+    return {"faster": "s-faster", "slower": "s-slower"}.get(s.difference, "s-same")
 
 
 def _entries(col: MachineColumn, fig: SubjectFigures, claims: list[Claim]) -> tuple[Entry, ...]:
@@ -109,7 +110,7 @@ def rows(columns: list[MachineColumn], claims: list[Claim], pages: dict[str, str
     for col in columns:
         for fig in col.figures.values():
             subjects.setdefault(fig.subject, (fig.area, fig.description))
-    order = {area: i for i, area in enumerate(AREAS)}
+    order = {area: i for i, area in enumerate(AREA_ORDER)}
     out = []
     for subject, (area, description) in sorted(subjects.items(), key=lambda kv: (order.get(kv[1][0], 99),
                                                                                  kv[1][0], kv[0])):

@@ -27,6 +27,26 @@ def slug(name: str) -> str:
     return safe
 
 
+MARKER = ".proofbench-site"  # in every directory proofbench writes a site into
+
+
+def claim_directory(root: Path) -> Path:
+    """`root`, made or found empty or holding an earlier site (the marker says so), and marked as
+    a site; anything else (a file, a directory of other things such as /) is refused."""
+    root = root.resolve()
+    if root.exists() and not root.is_dir():
+        raise InputError(f"report: --out {root} is a file, not a directory")
+    if root.is_dir() and not (root / MARKER).is_file() and any(root.iterdir()):
+        raise InputError(f"report: {root} is not empty and holds no earlier proofbench site; choose an empty "
+                         f"or new directory")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        (root / MARKER).write_text("A static site written by `proofbench report`; it may be rewritten.\n")
+    except OSError as exc:
+        raise InputError(f"report: cannot write into {root}: {exc.strerror}") from None
+    return root
+
+
 class SiteWriter:
     """Writes the pages of one site into `root` and nowhere else.
 
@@ -35,8 +55,7 @@ class SiteWriter:
     """
 
     def __init__(self, root: Path) -> None:
-        root.mkdir(parents=True, exist_ok=True)
-        self.root = root.resolve()
+        self.root = claim_directory(root)
         self._names: dict[tuple[str, str], str] = {}
         self._taken: set[str] = set()
         self.written: list[Path] = []

@@ -1,8 +1,7 @@
 """What the report reads beyond proofbench.analysis.comparison: commit order, every series' history in one
 query, and when, at which commit and with which profile each machine's latest data was measured.
 
-Commit order: `Commit.position` (first-parent order) where set, else `committed_at`, else the
-order commits were ingested in (their row id). The history query reads per-commit values only
+Commit order is `proofbench.db.commits.ordered`'s. The history query reads per-commit values only
 (no raw samples, no JSON), once for the whole site; raw samples are read for latest runs only,
 through `proofbench.analysis.comparison.figures`.
 """
@@ -18,10 +17,10 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
 
 from proofbench.analysis.comparison import SubjectFigures, figures
+from proofbench.db.commits import aware, ordered
 from proofbench.db.models import Benchmark, Commit, Machine, Result
 
 HISTORY_METRICS = ("time", "items", "peak_memory")
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -74,26 +73,9 @@ class RunInfo:
     results: int
 
 
-def _aware(when: dt.datetime | None) -> dt.datetime | None:
-    # SQLite hands back naive datetimes; they were written as UTC.
-    return when.replace(tzinfo=dt.timezone.utc) if when is not None and when.tzinfo is None else when
-
-
-def commit_key(commit: Commit) -> tuple:
-    """Sort key of the report's commit order (position, else commit time, else ingest order)."""
-    when = _aware(commit.committed_at)
-    return (commit.position is None, commit.position or 0, when is None, when or _EPOCH, commit.id)
-
-
-def ordered_commits(session: Session) -> list[Commit]:
-    """The commits that have results, oldest first."""
-    ids = select(Result.commit_id).distinct()
-    return sorted(session.scalars(select(Commit).where(Commit.id.in_(ids))), key=commit_key)
-
-
 def history(session: Session, metrics: tuple[str, ...] = HISTORY_METRICS) -> History:
     """Every series of the given metrics, aggregated per series by the database in one query."""
-    commits = ordered_commits(session)
+    commits = ordered(session)
     rank = {c.id: i for i, c in enumerate(commits)}
     benches = {b.id: b for b in session.scalars(select(Benchmark).where(Benchmark.metric.in_(metrics)))}
     reasons: dict[tuple, dict[int, str]] = {}
@@ -168,7 +150,7 @@ def run_info(session: Session, machine_id: int, commit_ids: set[int]) -> dict[in
     out: dict[int, RunInfo] = {}
     for commit_id, profile, started, count in rows:
         old = out.get(commit_id, RunInfo((), None, 0))
-        times = [t for t in (old.measured_at, _aware(started)) if t is not None]
+        times = [t for t in (old.measured_at, aware(started)) if t is not None]
         profiles = old.profiles + ((profile,) if profile else ())
         out[commit_id] = RunInfo(tuple(sorted(profiles)), max(times) if times else None, old.results + count)
     return out

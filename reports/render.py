@@ -19,11 +19,11 @@ from sqlalchemy.orm import Session
 from proofbench.analysis.comparison import (
     SubjectFigures,
     figures,
-    latest_commit,
     machines,
 )
 from proofbench.analysis.verdict import Verdict, judge
 from proofbench.claim import Claim
+from proofbench.db.commits import latest
 from proofbench.db.models import ClaimRow, Commit, Machine
 from proofbench.db.models import Environment as EnvironmentRow
 from proofbench.reports import changes, matrix, queries
@@ -39,7 +39,6 @@ from proofbench.reports.machines import (
 from proofbench.reports.output import SiteWriter
 from proofbench.reports.subjects import ChangeNote, SubjectPage, build, detectable
 
-SITE_DIR = Path(__file__).resolve().parent / "site"
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 RECENT = 50  # improvements and closed regressions listed on the regressions page
 
@@ -70,10 +69,11 @@ def _claims(session: Session) -> list[Claim]:
 
 
 def machine_views(session: Session, claims: list[Claim]) -> list[MachineView]:
-    """The figures of every machine with results at its most recently ingested commit."""
+    """The figures of every machine with results at its latest commit."""
     views = []
     for machine in machines(session):
-        commit_id = latest_commit(session, machine.id)
+        newest = latest(session, machine.id)
+        commit_id = newest.id if newest is not None else None
         subjects = figures(session, machine, commit_id)
         by_key = {(s.subject, s.size): s for s in subjects}
         gpu = has_gpu(machine)
@@ -97,7 +97,6 @@ class Site:
     commits: list[Commit]
     hardware: list[tuple[str, list[str]]]
     check: changes.CheckInfo | None  # the nightly check whose alerts are shown (None: found on the fly)
-    detection: bool
 
 
 def _columns(session: Session, history: queries.History, claims: list[Claim],
@@ -160,8 +159,7 @@ def assemble(data: _Read, writer: SiteWriter) -> Site:
     return Site(generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), columns=columns,
                 claims=claims, subjects=subjects, notes=notes, rows=matrix.rows(columns, claims, built),
                 ledger=matrix.ledger(columns, claims, built), commits=history.commits,
-                hardware=profile_rows([c.machine for c in columns]), check=data.check,
-                detection=data.check is not None or changes.AVAILABLE)
+                hardware=profile_rows([c.machine for c in columns]), check=data.check)
 
 
 def _regressions(notes: list[ChangeNote]) -> dict[str, list[ChangeNote]]:
@@ -171,7 +169,7 @@ def _regressions(notes: list[ChangeNote]) -> dict[str, list[ChangeNote]]:
             "improvements": [n for n in newest if not n.step.regression][:RECENT]}
 
 
-def render(engine: Engine, out_dir: Path = SITE_DIR) -> Path:
+def render(engine: Engine, out_dir: Path) -> Path:
     """Write the site into `out_dir` (and nowhere else); returns the index page's path."""
     writer = SiteWriter(Path(out_dir))
     env = environment()

@@ -19,7 +19,6 @@ Outputs are compared record by record; an optimization may not change a single r
 """
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -28,26 +27,16 @@ from typing import Callable
 
 import lmdb
 
-from proofbench.declare import (
-    Context,
-    Equivalence,
-    Metric,
-    Size,
-    Subject,
-    Variant,
-    Workload,
-)
+from proofbench import Context, Equivalence, Metric, Size, Subject, Variant, Workload, register
 from proofbench.errors import InputError
-from proofbench.registry import register
-from proofbench.subjects.fasta import read_fasta, write_fasta
-from proofbench.subjects.lmdb_store import (
+from proofbench.subjects.workloads.fasta import read_fasta
+from proofbench.subjects.workloads.lmdb_store import (
     StoreReader,
     creating,
     put_records,
     store_items,
-    write_store,
 )
-from proofbench.subjects.proteins import generate_proteins
+from proofbench.subjects.workloads.protein_files import build_fasta_files, build_protein_stores, fasta_path, store_path
 
 READ_BATCH = 1000  # the seed's prefetch_batch_generator(batch_size=1000)
 WRITE_BATCH = 5000  # records per write transaction when converting
@@ -58,35 +47,6 @@ DIFFERING_RECORDS = Metric("differing_records", "records", higher_is_better=Fals
 def differing_records(expected: list, got: list) -> float:
     """How many records differ between two outputs in the same order (missing ones count)."""
     return float(sum(a != b for a, b in zip(expected, got)) + abs(len(expected) - len(got)))
-
-
-# -- fixtures ------------------------------------------------------------------------
-
-def store_path(cache_dir: Path, n: int) -> Path:
-    """Where the LMDB store of `n` synthetic proteins lives in the cache directory."""
-    return Path(cache_dir) / f"proteins-{n}.lmdb"
-
-
-def fasta_path(cache_dir: Path, n: int) -> Path:
-    """Where the FASTA file of `n` synthetic proteins lives in the cache directory."""
-    return Path(cache_dir) / f"proteins-{n}.fasta"
-
-
-def build_protein_stores(cache_dir: Path, sizes: tuple[Size, ...]) -> None:
-    """`build_cache` of subjects reading a store of `size["n"]` synthetic proteins per size."""
-    for size in sizes:
-        path = store_path(cache_dir, size["n"])
-        if not path.exists():
-            write_store(path, generate_proteins(size["n"]))
-
-
-def _build_fasta_files(cache_dir: Path, sizes: tuple[Size, ...]) -> None:
-    for size in sizes:
-        path = fasta_path(cache_dir, size["n"])
-        if not path.exists():
-            partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
-            write_fasta(generate_proteins(size["n"]), partial)
-            os.replace(partial, path)  # never leave a half-written fixture behind
 
 
 # -- loading.lmdb_read ---------------------------------------------------------------
@@ -202,7 +162,7 @@ register(Subject(
     equivalence=Equivalence(DIFFERING_RECORDS, 0.0, differing_records,
                             description="the stores hold the same key/value pairs: conversion must be lossless"),
     sizes=(Size.of("tiny", n=100), Size.of("small", n=500), Size.of("large", n=10_000)),
-    build_cache=_build_fasta_files,
+    build_cache=build_fasta_files,
     track_memory=False,
     workload_version=1,
     timeout=600.0,  # large baseline: one synced commit per record, seconds per call on a slow disk

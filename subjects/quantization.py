@@ -27,21 +27,21 @@ from functools import partial
 
 import torch
 
-from proofbench import capability
-from proofbench.declare import (
+from proofbench import (
     Context,
     Equivalence,
     Measure,
     Metric,
     Size,
+    Skip,
     Subject,
     Variant,
     Workload,
+    capability,
+    register,
 )
-from proofbench.errors import Skip
-from proofbench.registry import register
-from proofbench.subjects import minilm
-from proofbench.subjects.quality import MEAN_COSINE, MIN_COSINE, mean_cosine, min_cosine
+from proofbench.subjects.workloads import minilm
+from proofbench.subjects.workloads.quality import MEAN_COSINE, MIN_COSINE, mean_cosine, min_cosine
 
 DEVICE = "cpu"
 SLIGHT_IMPACT_COSINE = 0.99

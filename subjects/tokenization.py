@@ -19,20 +19,10 @@ from typing import Any
 
 from transformers import BatchEncoding
 
-from proofbench.declare import (
-    Context,
-    Equivalence,
-    Measure,
-    Metric,
-    Size,
-    Subject,
-    Variant,
-    Workload,
-)
-from proofbench.registry import register
-from proofbench.subjects import tokenizer
-from proofbench.subjects.proteins import generate_proteins
-from proofbench.subjects.sentences import generate_sentences
+from proofbench import Context, Equivalence, Measure, Metric, Size, Subject, Variant, Workload, register
+from proofbench.subjects.workloads import tokenizer
+from proofbench.subjects.workloads.proteins import generate_proteins
+from proofbench.subjects.workloads.sentences import generate_sentences
 
 MISMATCHED = Metric("mismatched_sequences", "sequences", higher_is_better=False)
 TOKENS = Metric("tokens", "tokens", higher_is_better=True)

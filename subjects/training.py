@@ -8,37 +8,24 @@ weights and seed each call (see `subjects.trainer`). The data loader subject, of
 """
 from __future__ import annotations
 
-import os
-import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import psutil
 import torch
 
-from proofbench.declare import (
-    Context,
-    Equivalence,
-    Measure,
-    Metric,
-    Size,
-    Subject,
-    Variant,
-    Workload,
-)
-from proofbench.errors import DeclarationError, Skip
-from proofbench.registry import register
-from proofbench.subjects import dataloading  # noqa: F401  (registers loading.dataloader)
-from proofbench.subjects.attention import CachedMask, CausalLM, FreshMask
-from proofbench.subjects.models import (
+from proofbench import Context, Equivalence, Measure, Metric, Size, Subject, Variant, Workload, register
+from proofbench.errors import DeclarationError
+from proofbench.subjects.workloads.attention import CachedMask, CausalLM, FreshMask
+from proofbench.subjects.workloads.compiled_model import COMPILE_SECONDS, compile_warm
+from proofbench.subjects.workloads.models import (
     VOCAB_SIZE,
     causal_lm_batches,
     esm_mlm,
     gpt2_lm,
     mlm_batches,
 )
-from proofbench.subjects.quality import MAX_ABS_DIFF
-from proofbench.subjects.trainer import (
+from proofbench.subjects.workloads.quality import MAX_ABS_DIFF
+from proofbench.subjects.workloads.trainer import (
     LOSS_DELTA,
     Accumulated,
     TrainingRun,
@@ -50,8 +37,6 @@ from proofbench.subjects.trainer import (
 # Loss tolerance for variants that do the same arithmetic: exact on CPU, but some GPU backward
 # kernels add with atomics, so two identical runs may differ in the last bits there.
 REPRODUCIBLE = 1e-4
-REPO = Path(__file__).resolve().parent.parent
-INDUCTOR_CACHE = REPO / ".proofbench" / "inductor-cache"
 
 # Model and batch shapes. tiny: tests (well under 1 s a call); small: quick profile on one
 # CPU thread (~50-500 ms a call); large: nightly and GPU runs.
@@ -242,25 +227,9 @@ class Trained:
 def _prepare_compile(ctx: Context) -> Workload:
     work = CompiledRun(_gpt2_run(ctx))
     if ctx.variant == "compiled":  # a baseline process needs no compiled model
-        work.compiled, work.compile_seconds = _compile_and_warm(work.run)
+        compiled = compile_warm(work.run.model, lambda module: train(work.run, forward=module), inference=False)
+        work.compiled, work.compile_seconds = compiled.module, compiled.compile_seconds
     return Workload(inputs=work, items=ctx.size["steps"] * ctx.size["batch"])
-
-
-def _compile_and_warm(run: TrainingRun) -> tuple[torch.nn.Module, float]:
-    # Compile and run twice; the compile seconds are the first call's time above a warm call's.
-    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(INDUCTOR_CACHE))
-    try:
-        compiled = torch.compile(run.model)
-        started = time.perf_counter()
-        train(run, forward=compiled)  # the first call compiles forward and backward graphs
-        first = time.perf_counter() - started
-        started = time.perf_counter()
-        train(run, forward=compiled)  # a warm call: what every later call costs
-        warm = time.perf_counter() - started
-    except Exception as exc:  # any backend failure means this machine cannot compile
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise Skip(f"torch.compile failed on this machine: {type(exc).__name__}: {reason}") from None
-    return compiled, max(0.0, first - warm)
 
 
 def _eager(work: CompiledRun) -> Trained:
@@ -285,13 +254,11 @@ register(Subject(
                             "losses within 1e-4: inductor reorders float reductions (~1e-7 here); "
                             "a 2x learning-rate change moves them by ~0.04"),
     sizes=GPT2_SIZES,
-    measures=(Measure(Metric("compile_seconds", "seconds", higher_is_better=False),
-                      lambda work, out: out.compile_seconds),),
+    measures=(Measure(COMPILE_SECONDS, lambda work, out: out.compile_seconds),),
     timeout=600.0,
     notes="Setup (of the compiled variant only) compiles and warms the model, so time_call is steady-state "
-          "step time; compile_seconds is "
-          "the first call's time minus a warm call's (inductor cache in .proofbench/inductor-cache unless "
-          "TORCHINDUCTOR_CACHE_DIR is set, so a second run on a machine compiles from cache).",
+          "step time; compile_seconds is the first call's time minus a warm call's (inductor cache in the "
+          "project's work directory, so a second run on a machine compiles from cache).",
 ))
 
 

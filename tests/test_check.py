@@ -15,7 +15,8 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from proofbench import cli
-from proofbench.analysis.check import FORMAT, FORMAT_VERSION, run_check
+from proofbench.analysis.check import run_check
+from proofbench.reports.check import FORMAT, FORMAT_VERSION
 from proofbench.analysis.detect import detect
 from proofbench.analysis.series import load
 from proofbench.cli import check as check_command

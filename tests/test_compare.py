@@ -10,13 +10,14 @@ import math
 
 import pytest
 from postgres import db_url, postgres_server, postgres_url  # noqa: F401  (fixtures)
-from test_fleet import command, fleet_results
+from test_fleet import command, fleet_results, machines
 from test_machine import FakeNvml
 
 from proofbench import cli
 from proofbench.analysis.comparison import VariantFigures
 from proofbench.analysis.hardware import throughput_ratio
 from proofbench.cli import compare as compare_command
+from proofbench.reports import compare as shown_compare
 from proofbench.cli import machine as machine_command
 from proofbench.errors import InputError
 from proofbench.stats import spread
@@ -30,7 +31,7 @@ def two_machines(db_url, smoke_run, tmp_path):
     sidecar = str(smoke_run[0].sidecar)
     cpu = fleet_results(smoke_run, tmp_path / "cpu", "cpu-box")
     gpu = fleet_results(smoke_run, tmp_path / "gpu", "gpu-box", nvml=FakeNvml(), time_scale=0.5)
-    assert cli.main(["ingest", str(cpu), str(gpu), "--sidecar", sidecar, "--db", db_url]) == 0
+    assert cli.main(["ingest", str(cpu), str(gpu), "--sidecar", sidecar, *machines(cpu, gpu), "--db", db_url]) == 0
     return db_url
 
 
@@ -89,7 +90,8 @@ def test_compare_text_json_and_html(two_machines, capsys, tmp_path):
 def test_compare_at_a_commit_and_each_latest(two_machines, smoke_run, tmp_path, capsys):
     commit = json.loads(smoke_run[1].results[0].read_text())["commit_hash"]
     later = fleet_results(smoke_run, tmp_path / "later", "gpu-box", nvml=FakeNvml(), commits=("e" * 40,))
-    assert cli.main(["ingest", str(later), "--sidecar", str(smoke_run[0].sidecar), "--db", two_machines]) == 0
+    assert cli.main(["ingest", str(later), "--sidecar", str(smoke_run[0].sidecar), *machines(later), "--db",
+                     two_machines]) == 0
     latest = _json(capsys, two_machines)
     assert (latest["a"]["commit"], latest["b"]["commit"], latest["same_commit"]) == (commit, "e" * 40, False)
     pinned = _json(capsys, two_machines, "--commit", commit[:8])
@@ -114,7 +116,8 @@ def test_compare_page_escapes_machine_names(smoke_run, sqlite_url, tmp_path):
     hostile = 'box"<script>x<'
     results = fleet_results(smoke_run, tmp_path / "h", hostile)
     other = fleet_results(smoke_run, tmp_path / "o", "plain")
-    cli.main(["ingest", str(results), str(other), "--sidecar", str(smoke_run[0].sidecar), "--db", sqlite_url])
+    cli.main(["ingest", str(results), str(other), "--sidecar", str(smoke_run[0].sidecar), *machines(results, other),
+              "--db", sqlite_url])
     page = tmp_path / "c.html"
     command(compare_command, "compare", hostile, "plain", "--format", "html", "--out", str(page), "--db", sqlite_url)
     html = page.read_text()
@@ -137,13 +140,13 @@ def test_throughput_ratio_says_why_it_is_missing():
     assert throughput_ratio(ok, _figures("optimized", (0.5,) * 5, items=20.0)) == (
         None, "not the same work: 10 items per call on A, 20 on B")
     ratio, note = throughput_ratio(ok, _figures("optimized", (0.5, 0.55, 0.45, 0.5, 0.52)))
-    assert note == "" and ratio.estimate == pytest.approx(0.5, rel=0.05) and ratio.word == "slower"
+    assert note == "" and ratio.estimate == pytest.approx(0.5, rel=0.05) and ratio.difference == "slower"
 
 
 def test_json_has_no_nan_where_an_interval_is_undefined():
     ratio, _ = throughput_ratio(_figures("baseline", (1.0,)), _figures("baseline", (2.0,)))
     assert ratio.estimate == pytest.approx(2.0) and math.isnan(ratio.low)
-    encoded = compare_command._speedup(ratio)
+    encoded = shown_compare._speedup(ratio)
     assert encoded["low"] is None and encoded["high"] is None and encoded["word"] == "too few samples"
     json.dumps(encoded, allow_nan=False)  # raises on NaN
 
@@ -161,9 +164,9 @@ def test_compare_one_machine_before_and_after_its_hardware_changed(smoke_run, sq
     sidecar = str(smoke_run[0].sidecar)
     before = fleet_results(smoke_run, tmp_path / "before", "box")
     after = fleet_results(smoke_run, tmp_path / "after", "box", nvml=FakeNvml(), commits=("e" * 40,))
-    assert cli.main(["ingest", str(before), "--sidecar", sidecar, "--db", sqlite_url]) == 0
-    assert cli.main(["ingest", str(after), "--sidecar", sidecar, "--db", sqlite_url]) == 0
-    old = json.loads((before / "box" / "proofbench-machine.json").read_text())["fingerprint"]
+    assert cli.main(["ingest", str(before), "--sidecar", sidecar, *machines(before), "--db", sqlite_url]) == 0
+    assert cli.main(["ingest", str(after), "--sidecar", sidecar, *machines(after), "--db", sqlite_url]) == 0
+    old = json.loads((before.parent / "machines" / "box.json").read_text())["fingerprint"]
     capsys.readouterr()
     command(compare_command, "compare", f"box@{old[:6]}", "box", "--format", "json", "--db", sqlite_url)
     doc = json.loads(capsys.readouterr().out)

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from proofbench.errors import DeclarationError
-from proofbench.subjects.embedding_cache import (
+from proofbench.subjects.workloads.embedding_cache import (
     CacheStats,
     EmbeddingCache,
     input_key,

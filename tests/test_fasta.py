@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from proofbench.errors import InputError
-from proofbench.subjects.fasta import LINE_WIDTH, read_fasta, write_fasta
-from proofbench.subjects.lmdb_store import StoreReader, write_store
-from proofbench.subjects.proteins import (
+from proofbench.subjects.workloads.fasta import LINE_WIDTH, read_fasta, write_fasta
+from proofbench.subjects.workloads.lmdb_store import StoreReader, write_store
+from proofbench.subjects.workloads.proteins import (
     AMINO_ACIDS,
     MAX_LENGTH,
     MIN_LENGTH,

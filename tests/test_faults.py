@@ -249,10 +249,10 @@ DECLARATIONS = ROOT / "tests" / "faulty" / "declarations"
 
 
 @pytest.mark.parametrize("module, message", [
-    ("unknown_area", "subject cooking.stew: unknown area 'cooking'; expected one of loading, tokenization"),
+    ("bad_area", "subject Cooking-Pot.stew: area must match"),
     ("mismatched_signature", "subject loading.mismatched: variant 'optimized' takes 2 positional argument(s)"),
     ("duplicate_name", "subject loading.twice: registered twice (names must be unique)"),
-], ids=["unknown-area", "variants-disagree", "duplicate-name"])
+], ids=["bad-area", "variants-disagree", "duplicate-name"])
 def test_a_bad_declaration_is_one_line_naming_its_file_and_line(tmp_path, module, message):
     bad = Project(tmp_path / "work", "sqlite://", subjects=f"tests.faulty.declarations.{module}")
     completed = bad.cli("generate", "--check", db=False)
@@ -265,14 +265,16 @@ def test_a_bad_declaration_is_one_line_naming_its_file_and_line(tmp_path, module
 
 
 @pytest.mark.parametrize("args, env, message", [
-    (("generate", "--check"), {"PROOFBENCH_SUBJECTS": "tests.faulty.declarations.missing"},
-     "PROOFBENCH_SUBJECTS: no module 'tests.faulty.declarations.missing'"),
+    (("generate", "--check"), {"subjects": "tests.faulty.declarations.missing"},
+     "subject module 'tests.faulty.declarations.missing' cannot be imported: ModuleNotFoundError"),
     (("run", "--profile", "nosuch", "--no-report"), {}, "unknown profile 'nosuch'; expected one of smoke, quick"),
     (("run", "--profile", "smoke", "--no-report"), {"PROOFBENCH_MEMORY_LIMIT": "lots"},
      "PROOFBENCH_MEMORY_LIMIT='lots': expected a positive number of bytes"),
 ], ids=["unknown-module", "unknown-profile", "bad-memory-limit"])
 def test_a_bad_setting_is_one_line(tmp_path, args, env, message):
-    project = Project(tmp_path / "work", f"sqlite:///{tmp_path / 'db.sqlite'}")
+    env = dict(env)
+    subjects = env.pop("subjects", None)
+    project = Project(tmp_path / "work", f"sqlite:///{tmp_path / 'db.sqlite'}", *([subjects] if subjects else []))
     if "smoke" in args:
         project.generate()  # a run that gets as far as asv needs the benchmark module
     completed = project.cli(*args, db=args[0] != "generate", **env)
@@ -303,8 +305,8 @@ def test_malformed_input_files_are_one_line_naming_file_and_line(tmp_path):
     from proofbench.claim import load_claims
     from proofbench.errors import InputError
     from proofbench.profile import load_profiles
-    from proofbench.subjects.fasta import read_fasta
-    from proofbench.subjects.lmdb_store import open_environment
+    from proofbench.subjects.workloads.fasta import read_fasta
+    from proofbench.subjects.workloads.lmdb_store import open_environment
 
     (tmp_path / "corrupt.lmdb").mkdir()
     (tmp_path / "corrupt.lmdb" / "data.mdb").write_bytes(b"not an LMDB file" * 64)
@@ -328,8 +330,10 @@ def test_the_report_escapes_data_and_writes_only_inside_its_directory(tmp_path):
     url = f"sqlite:///{tmp_path / 'hostile.sqlite'}"
     hostile_database(url)
     out = tmp_path / "a" / "b" / "site"
+    project = Project(tmp_path / "work", url)
+    project.make()
     before = {p for p in tmp_path.rglob("*")}
-    completed = Project(tmp_path / "work", url).cli("report", "--out", str(out))
+    completed = project.cli("report", "--out", str(out))
     assert completed.returncode == 0, completed.stderr
     written = {p for p in tmp_path.rglob("*")} - before - set(out.parents) - set(tmp_path.glob("hostile.sqlite*"))
     assert written and all(p.is_relative_to(out) for p in written), sorted(written)

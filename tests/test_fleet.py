@@ -11,17 +11,20 @@ import json
 import math
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pynvml
 import pytest
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from conftest import REPO
 from postgres import db_url, postgres_server, postgres_url  # noqa: F401  (fixtures)
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 from test_machine import FakeNvml
 
+from proofbench import project
 from proofbench.cli import main
 from proofbench.db.fleet import machine_history, store_machine
 from proofbench.db.models import (
@@ -35,6 +38,7 @@ from proofbench.db.models import (
 from proofbench.db.session import alembic_config, connect
 from proofbench.machine.capture import capture, to_asv_machine_json
 from proofbench.pipeline import runner
+from proofbench.pipeline.asv import Layout
 
 pytestmark = pytest.mark.slow
 NO_NVML = pynvml.NVML_ERROR_LIBRARY_NOT_FOUND
@@ -54,9 +58,9 @@ def fleet_results(smoke_run, directory: Path, name: str, *, nvml=None, time_scal
     optionally with its times scaled and copied to other commits; returns the results directory."""
     layout, outcome = smoke_run
     profile = capture(name, nvml=nvml or FakeNvml(init_error=NO_NVML))
-    target = runner.Layout(config=layout.config, results=directory / "results", sidecar=layout.sidecar,
-                           home=directory / "home")
+    target = replace(layout, results=directory / "results", workdir=directory)
     runner.write_machine_files(profile, target)
+    (target.results / name).mkdir(parents=True, exist_ok=True)
     for source in outcome.results:
         data = json.loads(source.read_text())
         data["params"].update(to_asv_machine_json(profile)[name])
@@ -65,6 +69,11 @@ def fleet_results(smoke_run, directory: Path, name: str, *, nvml=None, time_scal
             data["commit_hash"] = commit
             (target.results / name / f"{commit[:8]}-{data['env_name']}.json").write_text(json.dumps(data))
     return target.results
+
+
+def machines(*results: Path) -> list[str]:
+    """`--machines DIR` for each results directory `fleet_results` made (its profiles lie beside it)."""
+    return [arg for path in results for arg in ("--machines", str(path.parent / "machines"))]
 
 
 def _scale_times(data: dict, factor: float) -> None:
@@ -105,32 +114,30 @@ def test_same_fingerprint_is_the_same_row_and_a_new_one_links_to_it(db_url):
         assert [m.fingerprint for m in machine_history(session, "box")] == ["a" * 16, "b" * 16]
 
 
-def test_machine_command_without_nvml_says_so_and_stores_once(db_url, tmp_path, monkeypatch, capsys):
-    layout = runner.Layout(results=tmp_path / "results", home=tmp_path / "home", sidecar=tmp_path / "sidecar")
-    monkeypatch.setattr(runner, "Layout", lambda: layout)
+def test_machine_command_without_nvml_says_so_and_stores_once(db_url, tmp_project, monkeypatch, capsys):
+    layout = Layout.of(project.load(tmp_project / "proofbench.toml"))
     monkeypatch.setitem(sys.modules, "pynvml", FakeNvml(init_error=NO_NVML))
-    assert command(_machine_module(), "machine", "--name", "ci-box", "--db", db_url) == 0
+    assert command(_machine_module(), "machine", "--name", "ci-box", "--db", db_url, "--project", str(tmp_project)) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["name"] == "ci-box" and printed["gpus"] == []
     assert printed["gpu_note"] == "NVML not available: NVML Shared Library Not Found"
     asv_file = json.loads((layout.home / ".asv-machine.json").read_text())
     assert asv_file["ci-box"]["gpu"] == "none"
     assert asv_file["ci-box"]["proofbench_fingerprint"] == printed["fingerprint"]
-    assert json.loads((layout.results / "ci-box" / "proofbench-machine.json").read_text()) == printed
-    assert command(_machine_module(), "machine", "--name", "ci-box", "--db", db_url) == 0
+    assert json.loads((layout.machines / "ci-box.json").read_text()) == printed
+    assert command(_machine_module(), "machine", "--name", "ci-box", "--db", db_url, "--project", str(tmp_project)) == 0
     assert "already stored" in capsys.readouterr().err
     with Session(connect(db_url)) as session:
         (row,) = machine_history(session, "ci-box")
         assert row.profile == printed and row.fingerprint == printed["fingerprint"]
 
 
-def test_machine_command_files_new_hardware_as_a_new_linked_row(db_url, tmp_path, monkeypatch, capsys):
-    layout = runner.Layout(results=tmp_path / "results", home=tmp_path / "home", sidecar=tmp_path / "sidecar")
-    monkeypatch.setattr(runner, "Layout", lambda: layout)
+def test_machine_command_files_new_hardware_as_a_new_linked_row(db_url, tmp_project, monkeypatch, capsys):
+    layout = Layout.of(project.load(tmp_project / "proofbench.toml"))
     monkeypatch.setitem(sys.modules, "pynvml", FakeNvml(init_error=NO_NVML))
-    command(_machine_module(), "machine", "--name", "box", "--db", db_url)
+    command(_machine_module(), "machine", "--name", "box", "--db", db_url, "--project", str(tmp_project))
     monkeypatch.setitem(sys.modules, "pynvml", FakeNvml())  # an H100 was fitted (fixture values)
-    command(_machine_module(), "machine", "--name", "box", "--db", db_url)
+    command(_machine_module(), "machine", "--name", "box", "--db", db_url, "--project", str(tmp_project))
     out = capsys.readouterr()
     cpu_profile, gpu_profile = _documents(out.out)
     assert cpu_profile["gpus"] == [] and cpu_profile["gpu_note"].startswith("NVML not available")
@@ -142,14 +149,14 @@ def test_machine_command_files_new_hardware_as_a_new_linked_row(db_url, tmp_path
     assert json.loads((layout.home / ".asv-machine.json").read_text())["box"]["gpu"] == "NVIDIA H100 80GB HBM3"
 
 
-def test_machine_command_stops_before_writing_when_the_database_is_unreachable(tmp_path, monkeypatch):
+def test_machine_command_stops_before_writing_when_the_database_is_unreachable(tmp_project):
     from proofbench.errors import DatabaseError
 
-    layout = runner.Layout(results=tmp_path / "results", home=tmp_path / "home", sidecar=tmp_path / "sidecar")
-    monkeypatch.setattr(runner, "Layout", lambda: layout)
+    layout = Layout.of(project.load(tmp_project / "proofbench.toml"))
     with pytest.raises(DatabaseError, match=r"cannot reach database postgresql\+psycopg://u:\*\*\*@127.0.0.1:1/x"):
-        command(_machine_module(), "machine", "--db", "postgresql+psycopg://u:pw@127.0.0.1:1/x")
-    assert not layout.home.exists() and not layout.results.exists()
+        command(_machine_module(), "machine", "--db", "postgresql+psycopg://u:pw@127.0.0.1:1/x", "--project",
+                str(tmp_project))
+    assert not layout.home.exists() and not layout.machines.exists()
 
 
 def _documents(text: str) -> list[dict]:
@@ -170,11 +177,12 @@ def _machine_module():
 def test_ingest_stores_the_profile_machine_command_would(smoke_run, tmp_path, sqlite_url):
     # `proofbench machine` and `proofbench ingest` file the same hardware under the same row.
     directory = fleet_results(smoke_run, tmp_path, "same-box")
-    profile = json.loads((directory / "same-box" / "proofbench-machine.json").read_text())
+    profile = json.loads((directory.parent / "machines" / "same-box.json").read_text())
     engine = connect(sqlite_url)
     with Session(engine, expire_on_commit=False) as session, session.begin():
         stored = store_machine(session, "same-box", profile["fingerprint"], profile)
-    assert main(["ingest", str(directory), "--sidecar", str(smoke_run[0].sidecar), "--db", sqlite_url]) == 0
+    assert main(["ingest", str(directory), "--sidecar", str(smoke_run[0].sidecar), *machines(directory), "--db",
+                 sqlite_url]) == 0
     with Session(engine) as session:
         assert session.scalars(select(Machine)).one().id == stored.id
         assert session.scalar(select(func.count(Result.id)).where(Result.machine_id == stored.id)) > 0
@@ -185,9 +193,10 @@ def test_ingest_stores_the_profile_machine_command_would(smoke_run, tmp_path, sq
 _WORKER = """
 import sys, time, pathlib
 from proofbench.db.session import connect
-from proofbench.registry import load
+from proofbench import project
+from proofbench.catalogue import load_catalogue
 connect(sys.argv[-1])  # the schema exists (the --db URL is the last argument)
-load()  # and the slow imports are done before the gate, so that the ingests themselves overlap
+load_catalogue(project.find())  # and the slow imports are done before the gate, so the ingests overlap
 print("ready", flush=True)
 gate = pathlib.Path(sys.argv[1])
 while not gate.exists():
@@ -208,7 +217,7 @@ sys.exit(main(sys.argv[2:]))
 
 def _at_once(worker: str, gate: Path, commands: list[list[str]]) -> list[tuple[int, str]]:
     # Each process prepares, says "ready" and waits for the gate; then all go at the same moment.
-    procs = [subprocess.Popen([sys.executable, "-c", worker, str(gate), *argv], cwd=runner.ROOT,
+    procs = [subprocess.Popen([sys.executable, "-c", worker, str(gate), *argv], cwd=REPO,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for argv in commands]
     for proc in procs:
         assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
@@ -236,7 +245,7 @@ def test_four_machines_ingesting_at_once_lose_nothing_and_duplicate_nothing(db_u
     commit = json.loads(outcome.results[0].read_text())["commit_hash"]
     commits = (commit, "1" * 40, "2" * 40)  # each machine has results at three commits
     directories = [fleet_results(smoke_run, tmp_path / f"m{i}", f"fleet-{i}", commits=commits) for i in range(4)]
-    outcomes = _at_once(_WORKER, tmp_path / "gate", [["ingest", str(d), "--sidecar", str(layout.sidecar), "--db",
+    outcomes = _at_once(_WORKER, tmp_path / "gate", [["ingest", str(d), "--sidecar", str(layout.sidecar), *machines(d), "--db",
                                                       db_url] for d in directories])
     assert [rc for rc, _ in outcomes] == [0] * 4, "\n".join(err for _, err in outcomes)
     points = sum(len(row[1][0]) * len(row[1][1]) for path in outcome.results
@@ -260,8 +269,8 @@ def test_ingest_check_and_report_on_each_database(db_url, smoke_run, tmp_path, c
     cpu = fleet_results(smoke_run, tmp_path / "cpu", "cpu-box")
     gpu = fleet_results(smoke_run, tmp_path / "gpu", "gpu-box", nvml=FakeNvml())
     sidecar = str(layout.sidecar)
-    assert main(["ingest", str(cpu), str(gpu), "--sidecar", sidecar, "--db", db_url]) == 0
-    assert main(["ingest", str(cpu), "--sidecar", sidecar, "--db", db_url]) == 0  # again: nothing new
+    assert main(["ingest", str(cpu), str(gpu), "--sidecar", sidecar, *machines(cpu, gpu), "--db", db_url]) == 0
+    assert main(["ingest", str(cpu), "--sidecar", sidecar, *machines(cpu), "--db", db_url]) == 0  # again: nothing new
     capsys.readouterr()
     assert command(check, "check", "--format", "json", "--db", db_url) == 0  # one commit: nothing to regress
     checked = json.loads(capsys.readouterr().out)

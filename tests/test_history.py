@@ -18,20 +18,24 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from proofbench import cli
-from proofbench.git import first_parent
+from proofbench import cli, project
 from proofbench.analysis import series
+from proofbench.catalogue import load_catalogue
 from proofbench.cli import check as check_command
 from proofbench.cli import history as history_command
+from proofbench.db.commits import place
 from proofbench.db.models import Benchmark, Commit, Environment, Machine, Result
 from proofbench.db.session import connect
 from proofbench.errors import InputError
-from proofbench.pipeline import history, runner
+from proofbench.git import first_parent
+from proofbench.pipeline import history
+from proofbench.pipeline.asv import Layout
 from proofbench.pipeline.generate import generate
-from proofbench.registry import Registry, load
+from proofbench.registry import Registry
 
 SLOW_SUBJECT = "Read the store with a pause per epoch"
 BROKEN_SUBJECT = "Break the build"
@@ -123,7 +127,7 @@ def test_series_points_are_ordered_by_position_and_merged_branches_left_out(merg
             session.flush()
             _row(session, row.id, bench, machine, env, values[name])
         session.flush()
-        assert series.place(session, first_parent(repo, "main"), "main") == 4
+        assert place(session, first_parent(repo, "main"), "main") == 4
     with Session(engine) as session:
         (s,) = series.load(session, "main")
     assert [p.commit.subject for p in s.points] == ["a", "b", "merge", "c"]
@@ -138,28 +142,34 @@ def test_a_commit_keeps_the_branch_it_was_placed_on(merged_repo, sqlite_url):
     with Session(engine) as session, session.begin():
         session.add(Commit(hash=c["a"], subject="a"))
         session.flush()
-        assert series.place(session, first_parent(repo, "main"), "main") == 1
-        assert series.place(session, first_parent(repo, "feature"), "feature") == 0
-        assert series.place(session, first_parent(repo, "main"), "main") == 0  # already there
+        assert place(session, first_parent(repo, "main"), "main") == 1
+        assert place(session, first_parent(repo, "feature"), "feature") == 0
+        assert place(session, first_parent(repo, "main"), "main") == 0  # already there
         row = session.scalars(select(Commit)).one()
         assert (row.branch, row.position) == ("main", 0)
 
 
 # -- the environment, fast ---------------------------------------------------------------
 
-def test_shared_site_leaves_out_installers_path_hooks_and_proofbench(tmp_path):
+def test_shared_site_leaves_out_installers_path_hooks_and_the_distribution_under_test(tmp_path):
     site = tmp_path / "site"
     for name in ("torch", "torch-2.13.0+cpu.dist-info", "numpy", "pip", "pip-26.3.dist-info", "setuptools",
-                 "_distutils_hack", "proofbench-0.1.0.dist-info", "__editable___proofbench_0_1_0_finder.py",
+                 "_distutils_hack", "proofbench", "proofbench-0.1.0.dist-info", "__editable___proofbench_0_1_0_finder.py",
                  "__editable__.proofbench-0.1.0.pth", "distutils-precedence.pth", "__pycache__", "pipx_like"):
         (site / name).mkdir(parents=True)
-    view = history.shared_site(tmp_path / "view", site)
+    view = history.shared_site(tmp_path / "view", "proofbench", site)
     assert sorted(p.name for p in view.iterdir()) == ["numpy", "pipx_like", "torch", "torch-2.13.0+cpu.dist-info"]
     assert (view / "torch").resolve() == (site / "torch").resolve()
     shutil.rmtree(site / "numpy")
     (site / "scipy").mkdir()
-    history.shared_site(view, site)  # made again: stale links go, new entries come
+    history.shared_site(view, "proofbench", site)  # made again: stale links go, new entries come
     assert sorted(p.name for p in view.iterdir()) == ["pipx_like", "scipy", "torch", "torch-2.13.0+cpu.dist-info"]
+    # measuring another project: proofbench stays visible, that project's own distribution goes
+    (site / "my_train").mkdir()
+    (site / "my_train-2.0.dist-info").mkdir()
+    other = history.shared_site(tmp_path / "other", "my-train", site)
+    assert {"proofbench", "proofbench-0.1.0.dist-info"} <= {p.name for p in other.iterdir()}
+    assert not {"my_train", "my_train-2.0.dist-info"} & {p.name for p in other.iterdir()}
 
 
 def test_link_shared_writes_a_pth_into_virtualenvs_of_this_python_only(tmp_path):
@@ -177,17 +187,21 @@ def test_link_shared_writes_a_pth_into_virtualenvs_of_this_python_only(tmp_path)
     assert not (conda / history.SHARED_PTH).exists() and not (other / history.SHARED_PTH).exists()
 
 
-def test_config_takes_the_repositorys_matrix_and_the_layouts_directories(tmp_path):
-    layout = runner.Layout.under(tmp_path / "work")
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "asv.conf.json").write_text(json.dumps({"version": 1, "project": "x", "matrix": {"req": {"lmdb": [""]}},
-                                                    "env_dir": "elsewhere", "html_dir": "h", "branches": ["trunk"]}))
-    conf = json.loads(history.write_config(layout, repo, "trunk").read_text())
-    assert conf["matrix"] == {"req": {"lmdb": [""]}} and conf["repo"] == str(repo)
-    assert conf["env_dir"] == str(tmp_path / "work" / "env") and conf["results_dir"] == str(layout.results)
-    assert conf["benchmark_dir"] == str(repo / "benchmarks") and conf["pythons"] == [history.PYTHON]
-    assert history.default_branch(repo) == "trunk"
+def test_config_takes_the_projects_matrix_and_the_layouts_directories(tmp_path):
+    from conftest import make_project
+
+    root = make_project(tmp_path / "project")
+    conf = json.loads((root / "asv.conf.json").read_text())
+    conf.update(matrix={"req": {"lmdb": [""]}}, branches=["trunk"], repo="../repo")
+    (root / "asv.conf.json").write_text("// asv configurations carry comments\n" + json.dumps(conf))
+    layout = Layout.under(project.load(root / "proofbench.toml"), tmp_path / "work")
+    repo = history.repository(layout)
+    assert repo == tmp_path / "repo"
+    written = json.loads(history.write_config(layout, repo, "trunk").read_text())
+    assert written["matrix"] == {"req": {"lmdb": [""]}} and written["repo"] == str(repo)
+    assert written["env_dir"] == str(tmp_path / "work" / "env") and written["results_dir"] == str(layout.results)
+    assert written["benchmark_dir"] == str(root / "benchmarks") and written["pythons"] == [history.PYTHON]
+    assert history.default_branch(layout, repo) == "trunk"
 
 
 def test_failed_builds_are_read_from_asvs_log():
@@ -221,13 +235,13 @@ def test_a_commit_that_did_not_build_gets_that_reason_in_the_sidecar(tmp_path):
         for variant in ("baseline", "optimized")}
 
 
-def test_the_environment_hides_the_project_tree_from_the_commits(tmp_path, monkeypatch):
+def test_the_environment_hides_the_project_tree_from_the_commits(tmp_path, monkeypatch, catalogue):
     import sys
 
     from proofbench.profile import get_profile
 
     monkeypatch.setenv("PYTHONPATH", "/somewhere")
-    env = history.history_environment(get_profile("smoke"), runner.Layout.under(tmp_path / "work"))
+    env = history.history_environment(Layout.under(catalogue, tmp_path / "work"), get_profile("smoke"))
     assert "PYTHONPATH" not in env and "ASV_PYTHONPATH" not in env  # each commit brings its own harness
     assert env["PATH"].split(":")[0] == str(Path(sys.executable).parent)  # python3.11 of the shared packages
     assert env["PROOFBENCH_PROFILE"] == "smoke" and env["HOME"] == str(tmp_path / "work" / "home")
@@ -243,44 +257,46 @@ def test_asv_command_runs_the_listed_commits_in_the_virtualenv(tmp_path):
 # -- end to end: a real repository measured commit by commit ------------------------------
 
 def _project_files() -> list[str]:
-    out = subprocess.run(["git", "-C", str(runner.ROOT), "ls-files", "-co", "--exclude-standard"],
+    out = subprocess.run(["git", "-C", str(REPO), "ls-files", "-co", "--exclude-standard"],
                          capture_output=True, text=True, check=True)
-    return [f for f in out.stdout.split() if (runner.ROOT / f).is_file()]
+    return [f for f in out.stdout.split() if (REPO / f).is_file()]
 
 
 def _subject_closure(module: str) -> set[str]:
-    """subjects/<module>.py and the subjects modules it imports, transitively."""
+    """The file of `module` (a path below subjects/, dotted) and of the catalogue modules it
+    imports, transitively, with their packages' __init__.py."""
     seen, todo = set(), [module]
     while todo:
-        name = todo.pop()
-        if name in seen or not (runner.ROOT / "subjects" / f"{name}.py").is_file():
+        path = "subjects/" + todo.pop().replace(".", "/") + ".py"
+        if path in seen or not (REPO / path).is_file():
             continue
-        seen.add(name)
-        text = (runner.ROOT / "subjects" / f"{name}.py").read_text()
-        todo += re.findall(r"^\s*(?:from|import) proofbench\.subjects\.(\w+)", text, re.M)
-    return seen
+        seen.add(path)
+        todo += re.findall(r"^\s*(?:from|import) proofbench\.subjects\.([\w.]+)", (REPO / path).read_text(), re.M)
+    return seen | {str(Path(p).parent / "__init__.py") for p in seen}
 
 
 def make_trimmed_tree(repo: Path) -> None:
-    """This project's tree with only the subjects of subjects/loading.py."""
-    keep = {f"subjects/{m}.py" for m in _subject_closure("loading")} | {"subjects/__init__.py"}
+    """This project's tree with only the subjects of subjects/loading.py (no torch imported)."""
+    keep = _subject_closure("loading")
     for name in _project_files():
         top = name.split("/")[0]
         wanted = (top in ("harness", "db", "reports") or name in keep or name in ("pyproject.toml", "README.md")
                   or (top == "subjects" and not name.endswith(".py")))
         if wanted:
             (repo / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(runner.ROOT / name, repo / name)
+            shutil.copy2(REPO / name, repo / name)
     if not (repo / "README.md").exists():
         (repo / "README.md").write_text("proofbench\n")
     loading = Registry()
-    loading.register(*(s for s in load() if s.prepare.__module__ == "proofbench.subjects.loading"))
+    catalogue = load_catalogue(project.load(REPO / "proofbench.toml")).registry
+    loading.register(*(s for s in catalogue if s.prepare.__module__ == "proofbench.subjects.loading"))
     (repo / "benchmarks").mkdir()
-    shutil.copy2(runner.ROOT / "benchmarks" / "__init__.py", repo / "benchmarks" / "__init__.py")
+    shutil.copy2(REPO / "benchmarks" / "__init__.py", repo / "benchmarks" / "__init__.py")
     generate(loading, repo / "benchmarks")
-    conf = json.loads((runner.ROOT / "asv.conf.json").read_text())
+    conf = json.loads((REPO / "asv.conf.json").read_text())
     conf["matrix"] = {"req": {"lmdb": [""], "numpy": [""], "psutil": [""]}}  # what these subjects import
     (repo / "asv.conf.json").write_text(json.dumps(conf, indent=2))
+    (repo / "proofbench.toml").write_text('subjects = ["proofbench.subjects.loading"]\n')
 
 
 def _slower(repo: Path) -> dict[str, str]:
@@ -309,7 +325,7 @@ def measured(tmp_path_factory):
     hashes.append(commit(repo, "Mend the build", BEFORE + 2, {"pyproject.toml": pyproject}))
     hashes += [commit(repo, f"Tidy {i}", BEFORE + 2 + i) for i in range(1, AFTER - 1)]
     url = f"sqlite:///{root / 'db.sqlite'}"
-    argv = ["history", "--repo", str(repo), "--workdir", str(work), "--profile", "smoke",
+    argv = ["history", "--project", str(repo), "--workdir", str(work), "--profile", "smoke",
             "--bench", r"^loading\.LmdbRead\.time_call\(", "--db", url]
     commands = tuple(dict.fromkeys(cli.COMMANDS + (history_command, check_command)))  # once listed in cli.py
     return {"repo": repo, "work": work, "url": url, "hashes": hashes, "broken": broken, "argv": argv,

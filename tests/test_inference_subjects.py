@@ -13,16 +13,17 @@ from proofbench import capability
 from proofbench.declare import Context
 from proofbench.errors import EquivalenceError
 from proofbench.registry import REGISTRY
-from proofbench.subjects import inference, minilm
-from proofbench.subjects.embedding_cache import EmbeddingCache
-from proofbench.subjects.esm_encoder import length_order
-from proofbench.subjects.quality import (
+from proofbench.subjects import inference, serving
+from proofbench.subjects.workloads import minilm
+from proofbench.subjects.workloads.embedding_cache import EmbeddingCache
+from proofbench.subjects.workloads.esm_encoder import length_order
+from proofbench.subjects.workloads.quality import (
     cosine_rows,
     max_abs_diff,
     mean_cosine,
     min_cosine,
 )
-from proofbench.subjects.request_batcher import ServedStream
+from proofbench.subjects.workloads.request_batcher import ServedStream
 
 # compile last: a model class first built after compiling (ESM) changes a transformers registry
 # that Dynamo guards on, and the next compiled call would recompile (a test-only artifact:
@@ -116,7 +117,7 @@ def _cache_keyed_on_first_word(inputs):
     cache = EmbeddingCache(inputs.capacity)
     rows = [cache.get_or_compute(text.split()[0], lambda _, t=text: inputs.encoder.embed_text(t))
             for text in inputs.stream]
-    return inference.StreamEmbeddings(torch.stack(rows), 0, 0, 0)
+    return serving.StreamEmbeddings(torch.stack(rows), 0, 0, 0)
 
 
 def _sorted_not_restored(inputs):

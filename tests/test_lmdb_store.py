@@ -7,7 +7,7 @@ import pickle
 import pytest
 
 from proofbench.errors import InputError
-from proofbench.subjects.lmdb_store import (
+from proofbench.subjects.workloads.lmdb_store import (
     StoreReader,
     creating,
     open_environment,
@@ -16,7 +16,7 @@ from proofbench.subjects.lmdb_store import (
     store_items,
     write_store,
 )
-from proofbench.subjects.proteins import generate_proteins
+from proofbench.subjects.workloads.proteins import generate_proteins
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from proofbench.registry import REGISTRY
 from proofbench.subjects import (
     loading,  # registers the two subjects (other areas are not needed here)
 )
-from proofbench.subjects.proteins import generate_proteins
+from proofbench.subjects.workloads.proteins import generate_proteins
 
 KEYS = ("loading.lmdb_read", "loading.fasta_to_lmdb")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import REPO, catalogue_registry
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -18,15 +19,14 @@ from proofbench.pipeline.ingest import (
     machine_profiles,
     sync_claims,
 )
-from proofbench.registry import load
 from proofbench.reports.render import render
 
 pytestmark = pytest.mark.slow
 
 
 def _sources(layout, paths):
-    return Sources(index=benchmark_index(load()), diagnostics=load_diagnostics(layout.sidecar),
-                   machine_profiles=machine_profiles(paths))
+    return Sources(index=benchmark_index(catalogue_registry()), diagnostics=load_diagnostics(layout.sidecar),
+                   machine_profiles=machine_profiles(layout.machines))
 
 
 def _count(engine, model=Result):
@@ -90,12 +90,12 @@ def test_unknown_benchmark_refuses_the_file_whole(smoke_run, sqlite_url, tmp_pat
 def test_report_shows_each_subject_its_speedup_and_claim(smoke_run, sqlite_url, tmp_path):
     layout, outcome = smoke_run
     engine = connect(sqlite_url)
-    sync_claims(engine, load_claims())
+    sync_claims(engine, load_claims(REPO / "subjects" / "claims.toml"))
     ingest(engine, list(outcome.results), _sources(layout, list(outcome.results)))
     html = render(engine, tmp_path / "site").read_text()
     assert "loading.lmdb_read" in html and "loading.fasta_to_lmdb" in html
     assert "x</strong>" in html  # a speedup factor is shown
-    claim = next(c for c in load_claims() if c.subject == "loading.lmdb_read")
+    claim = next(c for c in load_claims(REPO / "subjects" / "claims.toml") if c.subject == "loading.lmdb_read")
     assert claim.source in html
 
 

@@ -11,7 +11,8 @@ import torch
 from proofbench import capability
 from proofbench.declare import Context
 from proofbench.registry import REGISTRY
-from proofbench.subjects import minilm, quantization
+from proofbench.subjects import quantization
+from proofbench.subjects.workloads import minilm
 from proofbench.subjects.quantization import QuantizedEmbeddings, serialized_bytes
 
 

@@ -19,6 +19,7 @@ from postgres import db_url, postgres_server, postgres_url  # noqa: F401  (fixtu
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from proofbench.db.commits import ordered
 from proofbench.db.models import (
     Benchmark,
     ClaimRow,
@@ -222,7 +223,7 @@ def test_commit_order_is_position_then_commit_time_then_ingest_order(tmp_path):
         for c in commits:
             session.add(_result(bench, machine, c, env, "baseline", 1.0, [1.0]))
     with Session(engine) as session:
-        order = [c.hash for c in queries.ordered_commits(session)]
+        order = [c.hash for c in ordered(session)]
     assert order == ["e-placed-0", "a-placed-1", "d-dated-early", "b-dated-late", "c-no-date-1", "f-no-date-2"]
 
 
@@ -269,8 +270,6 @@ def test_claims_ledger_lists_every_claim_with_quote_source_and_verdict(site):
 
 
 def test_subject_page_has_charts_with_units_and_the_marked_step(site):
-    if not changes.AVAILABLE:
-        pytest.skip("harness/detect.py is not present: no change points to mark")
     html = (site / "subjects" / "loading.lmdb_read.html").read_text()
     for label in (r"time per call \(ms\)", r"throughput \([kM] sequences/s\)", r"peak memory \(MiB\)",
                   r"speedup \(×\)"):
@@ -282,8 +281,6 @@ def test_subject_page_has_charts_with_units_and_the_marked_step(site):
 
 
 def test_regressions_page_links_each_open_regression_to_its_commit_and_chart(site):
-    if not changes.AVAILABLE:
-        pytest.skip("harness/detect.py is not present: no change points are computed")
     html = (site / "regressions.html").read_text()
     opened = html[html.index("Open regressions"):html.index("Recent improvements")]
     assert opened.count("<tr>\n<td>") == 2  # lmdb_read optimized on both machines
@@ -321,7 +318,8 @@ def test_line_chart_breaks_its_line_where_a_run_failed():
 
 
 def test_stored_alerts_are_shown_when_a_check_has_run(tmp_path):
-    alerts = pytest.importorskip("proofbench.db.alerts", reason="the nightly check's tables (db/alerts.py) are not present")
+    from proofbench.db import alerts
+
     url = f"sqlite:///{tmp_path / 'alerts.sqlite'}"
     make_db(url)
     engine = connect(url)
@@ -344,8 +342,6 @@ def test_stored_alerts_are_shown_when_a_check_has_run(tmp_path):
 
 
 def test_detection_in_worker_processes_matches_detection_in_process(monkeypatch):
-    if not changes.AVAILABLE:
-        pytest.skip("harness/detect.py is not present")
     rng = np.random.default_rng(3)
     jobs = []
     for k in range(5):  # job k steps up 30% at commit 20 + 5k

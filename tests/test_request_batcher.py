@@ -8,7 +8,7 @@ from concurrent.futures import wait
 import pytest
 
 from proofbench.errors import DeclarationError
-from proofbench.subjects.request_batcher import BatchHandlerError, DynamicBatcher, serve
+from proofbench.subjects.workloads.request_batcher import BatchHandlerError, DynamicBatcher, serve
 
 
 def _double(batch):

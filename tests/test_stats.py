@@ -25,7 +25,7 @@ def test_known_case_interval_matches_pairwise_ratios():
     assert s.estimate == pytest.approx(median, rel=1e-12)
     assert (s.low, s.high) == (pytest.approx(low), pytest.approx(high))
     assert s.low <= s.estimate <= s.high
-    assert s.significant and s.word == "faster"
+    assert s.significant and s.difference == "faster"
 
 
 def test_exact_ratio_gives_degenerate_interval():
@@ -36,20 +36,20 @@ def test_exact_ratio_gives_degenerate_interval():
 def test_slower_variant_is_called_slower():
     s = speedup([1.0, 1.01, 0.99, 1.02, 0.98, 1.0], [2.0, 2.02, 1.98, 2.01, 1.99, 2.03])
     assert s.estimate == pytest.approx(0.5, rel=0.02)
-    assert s.word == "slower"
+    assert s.difference == "slower"
 
 
 def test_identical_distributions_are_not_significant():
     rng = np.random.default_rng(0)
     b, v = rng.normal(1.0, 0.05, 20), rng.normal(1.0, 0.05, 20)
     s = speedup(b, v)
-    assert not s.significant and s.word == "no significant difference"
+    assert not s.significant and s.difference == "no significant difference"
     assert s.low < 1 < s.high
 
 
 def test_too_few_samples_is_said_not_guessed():
     s = speedup([2.0] * (MIN_SAMPLES - 1), [1.0] * 10)
-    assert not s.enough_samples and s.word == "too few samples"
+    assert not s.enough_samples and s.difference == "too few samples"
 
 
 def test_no_samples_gives_nan():

@@ -5,15 +5,17 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import catalogue_registry
 
 from proofbench.declare import Context, Subject, Workload
 from proofbench.errors import DeclarationError, InputError
-from proofbench.registry import REGISTRY, load
-from proofbench.subjects.proteins import generate_proteins
-from proofbench.subjects.sentences import generate_sentences
+from proofbench.registry import REGISTRY
+from proofbench.subjects.workloads.proteins import generate_proteins
+from proofbench.subjects.workloads.sentences import generate_sentences
 
-load()  # every area module, in the registry's order, before naming any subject module
-from proofbench.subjects import tokenization, tokenizer  # noqa: E402
+catalogue_registry()  # every area module, in the registry's order, before naming any subject module
+from proofbench.subjects import tokenization  # noqa: E402
+from proofbench.subjects.workloads import tokenizer  # noqa: E402
 
 KEYS = ("tokenization.batch_tokenize", "tokenization.batch_tokenize_text", "tokenization.padding_strategy")
 

@@ -6,15 +6,16 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import catalogue_registry
 
 from proofbench import capability
 from proofbench.declare import Context, Subject, Workload
 from proofbench.errors import DeclarationError, Skip
-from proofbench.registry import REGISTRY, load
-from proofbench.subjects.attention import CachedMask, causal_mask
-from proofbench.subjects.trainer import accumulate, train
+from proofbench.registry import REGISTRY
+from proofbench.subjects.workloads.attention import CachedMask, causal_mask
+from proofbench.subjects.workloads.trainer import accumulate, train
 
-load()  # every area module, in the registry's order, before naming any subject module
+catalogue_registry()  # every area module, in the registry's order, before naming any subject module
 from proofbench.subjects import training  # noqa: E402
 
 KEYS = ("training.mixed_precision", "training.gradient_checkpointing", "training.fused_optimizer",

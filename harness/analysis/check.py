@@ -14,7 +14,7 @@ the alerts earlier checks raised (`db.alerts`):
 
 The check reports new alerts, alerts still open, and those resolved tonight. Its exit
 status is 1 when there is a new regression (or, with fail_on="open", any open one).
-`to_json` is the documented, versioned format of docs/nightly.md.
+Its documented, versioned JSON format (docs/nightly.md) is written by `proofbench.reports.check`.
 """
 from __future__ import annotations
 
@@ -31,11 +31,10 @@ from proofbench.analysis import series as series_mod
 from proofbench.analysis.detect import ChangePoint, detect
 from proofbench.analysis.series import CommitRef, Series
 from proofbench.db.alerts import Alert, CheckRun
+from proofbench.db.commits import place
 from proofbench.db.models import Commit
 from proofbench.errors import InputError
 
-FORMAT = "proofbench-check"
-FORMAT_VERSION = 1
 RADIUS = 4  # points: a step found again this close to an alert is that alert (as detect.Tracker)
 STATES = ("new", "open", "resolved")
 FAIL_ON = ("new", "open")
@@ -118,7 +117,7 @@ def run_check(engine: Engine, branch: str, *, since: str | None = None, repo: Pa
         raise InputError(f"check: fail_on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
     now = now or dt.datetime.now(dt.timezone.utc)
     with Session(engine) as session:
-        placed = series_mod.place(session, _first_parent(repo, branch), branch) if repo else 0
+        placed = place(session, _first_parent(repo, branch), branch) if repo else 0
         bound = parse_since(session, since, branch, repo) if since else None
         previous = session.scalars(select(CheckRun).order_by(CheckRun.id.desc()).limit(1)).first()
         run = CheckRun(started_at=now, branch=branch, since=since or "")
@@ -239,7 +238,8 @@ def _resolve(known: dict[tuple, list[Alert]], run: CheckRun) -> list[Alert]:
         for alert in alerts:
             if alert.status != "open":
                 continue
-            undo = next((b for b in _later_opposite(alert, alerts) if _brings_back(alert, b.after)), None)
+            undo = next((b for b in _later_opposite(alert, alerts) if brought_back(alert.before, alert.after, b.after)),
+                        None)
             if undo is not None:
                 alert.status, alert.resolved_by_id, alert.resolved_at_id = "resolved", run.id, undo.commit_id
                 resolved.append(alert)
@@ -252,12 +252,14 @@ def _later_opposite(alert: Alert, alerts: list[Alert]) -> list[Alert]:
     return sorted(later, key=lambda b: b.commit.position or 0)
 
 
-def _brings_back(alert: Alert, level: float) -> bool:
-    if alert.before > 0 and alert.after > 0 and level > 0:
-        middle = math.sqrt(alert.before * alert.after)
+def brought_back(before: float, after: float, level: float) -> bool:
+    """True when `level` is back past the middle of the step `before` -> `after` (the geometric
+    middle for positive values): the one rule for when a step is over, stored or found on the fly."""
+    if before > 0 and after > 0 and level > 0:
+        middle = math.sqrt(before * after)
     else:
-        middle = (alert.before + alert.after) / 2
-    return level <= middle if alert.direction > 0 else level >= middle
+        middle = (before + after) / 2
+    return level <= middle if after > before else level >= middle
 
 
 def _findings(session: Session, run: CheckRun, raised: list[Alert], resolved: list[Alert],
@@ -308,52 +310,3 @@ def _summarise(run: CheckRun, report: CheckReport) -> None:
     run.open_regressions = report.count("open", True) + run.new_regressions
     run.resolved = sum(1 for f in report.findings if f.state == "resolved")
     run.exit_code = report.exit_code
-
-
-def _commit_json(ref: CommitRef | None) -> dict | None:
-    if ref is None:
-        return None
-    return {"hash": ref.hash, "short": ref.short, "subject": ref.subject, "position": ref.position,
-            "authored_at": ref.authored_at, "committed_at": ref.committed_at}
-
-
-def _number(x: float) -> float | None:
-    return x if x is not None and math.isfinite(x) else None
-
-
-def finding_json(f: Finding) -> dict:
-    """One alert in the documented JSON format."""
-    return {
-        "id": f.id, "state": f.state, "kind": f.kind,
-        "series": {"machine": f.machine, "environment": f.environment, "benchmark": f.benchmark,
-                   "subject": f.subject, "metric": f.metric, "unit": f.unit,
-                   "higher_is_better": f.higher_is_better, "params": f.params},
-        "commit": _commit_json(f.commit), "previous_commit": _commit_json(f.previous),
-        "before": _number(f.before), "after": _number(f.after), "ratio": _number(f.ratio),
-        "p_value": _number(f.p_value), "score": _number(f.score),
-        "first_reported": {"check": f.first_check, "at": f.first_reported_at},
-        "resolved_at": _commit_json(f.resolved_at),
-    }
-
-
-def to_json(report: CheckReport) -> dict:
-    """The whole report in the documented, versioned JSON format (docs/nightly.md)."""
-    previous = report.previous_check
-    return {
-        "format": FORMAT, "version": FORMAT_VERSION, "status": "regression" if report.exit_code else "ok",
-        "exit_code": report.exit_code,
-        "check": {"id": report.check_id, "at": report.at, "branch": report.branch, "since": report.since,
-                  "recorded": report.recorded, "fail_on": report.fail_on,
-                  "previous": {"id": previous[0], "at": previous[1]} if previous else None},
-        "counts": {"series": report.series, "new_regressions": report.count("new", True),
-                   "new_improvements": report.count("new", False),
-                   "still_open_regressions": report.count("open", True),
-                   "still_open_improvements": report.count("open", False),
-                   "resolved": sum(1 for f in report.findings if f.state == "resolved")},
-        "alerts": [finding_json(f) for f in report.findings],
-    }
-
-
-def error_json(message: str) -> dict:
-    """The JSON a failed check prints (exit status 2), so bots always get an object."""
-    return {"format": FORMAT, "version": FORMAT_VERSION, "status": "error", "exit_code": 2, "error": message}

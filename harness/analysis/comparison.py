@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from proofbench.db.commits import latest
 from proofbench.db.models import Benchmark, Commit, Machine, Result
 from proofbench.stats import Reduction, Speedup, Spread, speedup, spread
 
@@ -85,12 +86,6 @@ def _metric(figures: VariantFigures, metric: str) -> float | None:
     return figures.measures.get(metric)
 
 
-def latest_commit(session: Session, machine_id: int) -> int | None:
-    """The commit of the most recently ingested result on a machine."""
-    return session.scalar(select(Result.commit_id).where(Result.machine_id == machine_id)
-                          .order_by(Result.id.desc()).limit(1))
-
-
 def machines(session: Session) -> list[Machine]:
     """Machines that have results, newest profile of each name last."""
     ids = select(Result.machine_id).distinct()
@@ -99,9 +94,11 @@ def machines(session: Session) -> list[Machine]:
 
 def figures(session: Session, machine: Machine, commit_id: int | None = None) -> list[SubjectFigures]:
     """Every subject and size measured on `machine` at `commit_id` (default: its latest)."""
-    commit_id = commit_id or latest_commit(session, machine.id)
     if commit_id is None:
-        return []
+        newest = latest(session, machine.id)
+        if newest is None:
+            return []
+        commit_id = newest.id
     commit = session.get(Commit, commit_id)
     rows = session.execute(select(Result, Benchmark).join(Benchmark, Result.benchmark_id == Benchmark.id)
                            .where(Result.machine_id == machine.id, Result.commit_id == commit_id)).all()

@@ -24,9 +24,9 @@ from proofbench.analysis.comparison import (
     SubjectFigures,
     VariantFigures,
     figures,
-    latest_commit,
     machines,
 )
+from proofbench.db.commits import latest
 from proofbench.db.models import Commit, Machine, Result
 from proofbench.errors import InputError
 from proofbench.stats import Speedup, speedup
@@ -122,7 +122,8 @@ def compare(session: Session, a: str, b: str, rev: str | None = None, repo: Path
     commit = resolve_commit(session, rev, repo) if rev else None
     sides, sets = [], []
     for machine in (machine_a, machine_b):
-        commit_id = commit.id if commit is not None else latest_commit(session, machine.id)
+        newest = latest(session, machine.id)
+        commit_id = commit.id if commit is not None else (newest.id if newest is not None else None)
         found = figures(session, machine, commit_id)
         if not found:
             raise InputError(f"machine {machine.name!r} has no results at commit {commit.hash[:12]}"

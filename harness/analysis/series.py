@@ -4,16 +4,15 @@ A series is (machine, environment, benchmark, parameters); its metric (unit, dir
 comes with the benchmark. Its points are the results of the commits on one branch's
 first-parent history, ordered by `Commit.position` (0 = the branch's root commit), never by
 date: a merged branch's commits are not on that history, so they never interleave with the
-branch's own. A commit gets its position from `place` (the list of `git rev-list
---first-parent`), which `proofbench history` and `proofbench check` call.
+branch's own. A commit gets its position from `proofbench.db.commits.place`.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Iterator
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from proofbench.db.models import Benchmark, Commit, Environment, Machine, Result
@@ -82,25 +81,6 @@ class Series:
     def index_of(self, commit_id: int) -> int | None:
         """Where a commit stands in this series, or None when it has no point here."""
         return next((i for i, p in enumerate(self.points) if p.commit.id == commit_id), None)
-
-
-def place(session: Session, hashes: Sequence[str], branch: str) -> int:
-    """Give the known commits among `hashes` (a branch's first-parent history, oldest
-    first) their position on `branch`; returns how many rows changed.
-
-    A commit already placed on another branch keeps that place: a commit belongs to the
-    first branch it was measured on, so that branch's series keep it.
-    """
-    positions = {h: i for i, h in enumerate(hashes)}
-    changed = 0
-    rows = session.execute(select(Commit.id, Commit.hash, Commit.branch, Commit.position)).all()
-    for commit_id, full, placed_on, position in rows:
-        if full not in positions or placed_on not in (None, branch) or position == positions[full]:
-            continue
-        session.execute(update(Commit).where(Commit.id == commit_id)
-                        .values(branch=branch, position=positions[full]))
-        changed += 1
-    return changed
 
 
 def _iso(value) -> str | None:

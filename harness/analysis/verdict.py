@@ -13,45 +13,76 @@ inconclusive     too few samples to decide
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from enum import StrEnum
 
 from proofbench.analysis.comparison import SubjectFigures
 from proofbench.claim import Claim
 
-LABELS = ("reproduced", "partly", "not reproduced", "equivalence failed", "skipped", "failed",
-          "not measurable here", "inconclusive")
 MIN_REDUCTION = 0.05  # a memory difference under 5% is within run-to-run variation here
+
+
+class Why(StrEnum):
+    """Why a verdict is what it is; `proofbench.reports.formatting.verdict_reason` puts it in words."""
+
+    NOT_MEASURED = "no result for this subject on this machine"
+    VARIANT_NOT_MEASURED = "the variant was not measured"
+    RUN_STATUS = "the run's own reason"  # skipped or failed: `detail` holds what the run recorded
+    OUTSIDE_TOLERANCE = "the answer moved beyond the tolerance"
+    GPU_CLAIM = "a GPU claim on a machine without one"
+    NO_SAMPLES = "no timing samples"
+    TOO_FEW_SAMPLES = "too few samples"
+    SIGNIFICANT = "significant"
+    SHORT_OF_PROMISE = "significant but short of the promise"
+    NOT_BETTER = "no better than the baseline"
+    NO_RATE = "no items/s figure"
+    RATE_REACHED = "the rate reaches the promise"
+    RATE_SHORT = "the rate falls short"
+    NO_FIGURE = "no figure for both variants"
+    REDUCTION = "the reduction measured"
+    NO_EQUIVALENCE = "no equivalence result"
+    WITHIN_TOLERANCE = "within the stated tolerance"
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """A claim's verdict: the label, the measured figure (and interval) and why."""
+    """A claim's verdict: the label, the measured figure (and interval) and why, as data.
+
+    `baseline`/`measured` are the two sides behind the figure where there are two (memory,
+    items/s); `detail` is text from the data itself (a run's failure reason, a metric's name).
+    """
 
     label: str
     kind: str  # the claim's kind, so the figure can be formatted
+    why: Why
     value: float | None = None
     low: float | None = None
     high: float | None = None
-    reason: str = ""
+    p_value: float | None = None
+    samples: tuple[int, int] | None = None
+    baseline: float | None = None
+    measured: float | None = None
+    promised: float | None = None
+    tolerance: float | None = None
+    detail: str = ""
 
 
 def judge(claim: Claim, figures: SubjectFigures | None, has_gpu: bool) -> Verdict:
     """The verdict of `claim` on one machine's figures (None: the subject was not measured)."""
     if figures is None:
-        return Verdict("not measurable here", claim.kind, reason="no result for this subject on this machine")
+        return Verdict("not measurable here", claim.kind, Why.NOT_MEASURED)
     variant = figures.variant(claim.variant)
     if variant is None:
-        return Verdict("not measurable here", claim.kind, reason=f"variant {claim.variant!r} was not measured")
+        return Verdict("not measurable here", claim.kind, Why.VARIANT_NOT_MEASURED, detail=claim.variant)
     if variant.status != "ok":
-        return Verdict(variant.status, claim.kind, reason=variant.reason)
+        return Verdict(variant.status, claim.kind, Why.RUN_STATUS, detail=variant.reason)
     if variant.equivalent is False:
-        return Verdict("equivalence failed", claim.kind, value=variant.quality,
-                       reason=f"{figures.equivalence.get('metric', 'distance')} {variant.quality:.6g} "
-                              f"outside tolerance {figures.equivalence.get('tolerance')}")
+        return Verdict("equivalence failed", claim.kind, Why.OUTSIDE_TOLERANCE, value=variant.quality,
+                       tolerance=figures.equivalence.get("tolerance"),
+                       detail=str(figures.equivalence.get("metric", "distance")))
     verdict = _measured(claim, figures)
     if claim.device == "gpu" and not has_gpu and verdict.label not in ("skipped", "failed"):
-        return Verdict("not measurable here", claim.kind, verdict.value, verdict.low, verdict.high,
-                       "the claim is about GPUs and this machine has none; the CPU figure is shown")
+        return replace(verdict, label="not measurable here", why=Why.GPU_CLAIM)
     return verdict
 
 
@@ -64,42 +95,46 @@ def _measured(claim: Claim, figures: SubjectFigures) -> Verdict:
         return _reduction(claim, figures)
     variant = figures.variant(claim.variant)
     if variant.equivalent is None:
-        return Verdict("inconclusive", claim.kind, reason="no equivalence result")
-    return Verdict("reproduced", claim.kind, value=variant.quality, reason="within the stated tolerance")
+        return Verdict("inconclusive", claim.kind, Why.NO_EQUIVALENCE)
+    return Verdict("reproduced", claim.kind, Why.WITHIN_TOLERANCE, value=variant.quality)
 
 
 def _speedup(claim: Claim, figures: SubjectFigures) -> Verdict:
     s = figures.variant(claim.variant).speedup
     if s is None or math.isnan(s.estimate):
-        return Verdict("inconclusive", claim.kind, reason="no timing samples")
-    make = lambda label, why: Verdict(label, claim.kind, s.estimate, s.low, s.high, why)  # noqa: E731
+        return Verdict("inconclusive", claim.kind, Why.NO_SAMPLES)
+
+    def made(label: str, why: Why) -> Verdict:
+        return Verdict(label, claim.kind, why, s.estimate, s.low, s.high, p_value=s.p_value,
+                       samples=(s.n_baseline, s.n_variant), promised=claim.low, detail=str(s.difference))
+
     if not s.enough_samples:
-        return make("inconclusive", f"too few samples ({s.n_baseline} and {s.n_variant})")
+        return made("inconclusive", Why.TOO_FEW_SAMPLES)
     if s.significant and s.estimate >= claim.low:
-        return make("reproduced", f"p={s.p_value:.2g}")
+        return made("reproduced", Why.SIGNIFICANT)
     if s.significant and s.estimate > 1:
-        return make("partly", f"faster (p={s.p_value:.2g}) but below the promised {claim.low:g}x")
-    return make("not reproduced", f"{s.word} (p={s.p_value:.2g})")
+        return made("partly", Why.SHORT_OF_PROMISE)
+    return made("not reproduced", Why.NOT_BETTER)
 
 
 def _throughput(claim: Claim, figures: SubjectFigures) -> Verdict:
     variant, base = figures.variant(claim.variant), figures.baseline
     rate = variant.items_per_second
     if rate is None:
-        return Verdict("inconclusive", claim.kind, reason="no items/s figure")
-    if rate >= claim.low:
-        return Verdict("reproduced", claim.kind, rate, reason=f"{figures.item}s/s")
-    faster = variant.speedup is not None and variant.speedup.significant and variant.speedup.estimate > 1
-    label = "partly" if faster else "not reproduced"
+        return Verdict("inconclusive", claim.kind, Why.NO_RATE)
     base_rate = base.items_per_second if base else None
-    why = f"baseline {base_rate:.4g} {figures.item}s/s" if base_rate else ""
-    return Verdict(label, claim.kind, rate, reason=why)
+    if rate >= claim.low:
+        return Verdict("reproduced", claim.kind, Why.RATE_REACHED, rate, baseline=base_rate, promised=claim.low,
+                       detail=figures.item)
+    faster = variant.speedup is not None and variant.speedup.significant and variant.speedup.estimate > 1
+    return Verdict("partly" if faster else "not reproduced", claim.kind, Why.RATE_SHORT, rate, baseline=base_rate,
+                   promised=claim.low, detail=figures.item)
 
 
 def _reduction(claim: Claim, figures: SubjectFigures) -> Verdict:
     reduction = figures.reduction(claim.variant, claim.metric)
     if reduction is None or math.isnan(reduction.fraction):
-        return Verdict("inconclusive", claim.kind, reason=f"no {claim.metric} figure for both variants")
+        return Verdict("inconclusive", claim.kind, Why.NO_FIGURE, detail=claim.metric)
     fraction = reduction.fraction
     if fraction >= claim.low:
         label = "reproduced"
@@ -107,5 +142,5 @@ def _reduction(claim: Claim, figures: SubjectFigures) -> Verdict:
         label = "partly"
     else:
         label = "not reproduced"
-    return Verdict(label, claim.kind, fraction,
-                   reason=f"{claim.metric}: {reduction.baseline:.4g} -> {reduction.variant:.4g}")
+    return Verdict(label, claim.kind, Why.REDUCTION, fraction, baseline=reduction.baseline,
+                   measured=reduction.variant, promised=claim.low, detail=claim.metric)

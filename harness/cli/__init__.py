@@ -1,34 +1,29 @@
 """The `proofbench` command line. The one place errors become exit codes.
 
-0  done, nothing wrong
-1  `check` found a regression
-2  a usage or input error (one line naming the file, field or value), or a refused file
+0    done, nothing wrong
+1    `check` found a regression
+2    a usage or input error (one line naming the file, field or value), or a refused file
+3    an internal error: a bug in proofbench, never a finding about the code measured
+     (one line; $PROOFBENCH_DEBUG=1 shows the traceback)
+130  interrupted (Ctrl-C or SIGTERM); what was ingested before is kept
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import traceback
 
-from proofbench.cli import (
-    check,
-    compare,
-    db,
-    generate,
-    history,
-    ingest,
-    machine,
-    report,
-    run,
-)
+from proofbench.cli import check, compare, db, generate, history, ingest, machine, report, run
 from proofbench.errors import ProofbenchError
 
 COMMANDS = (run, history, check, ingest, report, compare, machine, generate, db)
-
-EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
+INTERNAL_ERROR = 3
+DEBUG_VAR = "PROOFBENCH_DEBUG"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand (one module each under harness/commands)."""
+    """The argument parser with every subcommand (one module each in this package)."""
     parser = argparse.ArgumentParser(prog="proofbench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for module in COMMANDS:
@@ -47,6 +42,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("proofbench: interrupted; everything ingested before the interrupt is kept", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001 - the one place an unexpected error becomes an exit code
+        if os.environ.get(DEBUG_VAR):
+            traceback.print_exc()
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        print(f"proofbench: internal error: {type(exc).__name__}: {first} (a bug in proofbench; set "
+              f"{DEBUG_VAR}=1 for the traceback)", file=sys.stderr)
+        return INTERNAL_ERROR
 
 
 if __name__ == "__main__":

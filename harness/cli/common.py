@@ -1,43 +1,71 @@
-"""What several subcommands share: the --db option, the engine, the ingest sources, the console."""
+"""What several commands share: the --project and --db options, the project, the engine, the console."""
 from __future__ import annotations
 
 import argparse
-import sys
+import contextlib
 from pathlib import Path
+from typing import Callable, Iterator
 
 from rich.console import Console
 
-console = Console(stderr=True)
+from proofbench import project as project_file
+from proofbench.project import Project
+
+console = Console(stderr=True, highlight=False)
+
+
+def add_project_option(parser: argparse.ArgumentParser) -> None:
+    """--project DIR: the project whose file to use (default: found from the working directory up)."""
+    parser.add_argument("--project", metavar="DIR", type=Path, default=None,
+                        help="the project directory (default: the nearest one holding proofbench.toml, "
+                             "from the working directory up)")
 
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
-    """Every command that touches the database takes --db URL (else $PROOFBENCH_DB, else SQLite)."""
-    parser.add_argument("--db", metavar="URL", help="SQLAlchemy database URL (default: $PROOFBENCH_DB or "
-                        "db/proofbench.sqlite)")
+    """Every command that touches the database takes --db URL (else $PROOFBENCH_DB, else the project's)."""
+    parser.add_argument("--db", metavar="URL", help="SQLAlchemy database URL (default: $PROOFBENCH_DB, else the "
+                        "project file's `database`)")
+    add_project_option(parser)
 
 
-def engine(args: argparse.Namespace):
-    """An engine on the chosen database, migrated to the current schema."""
+def project(args: argparse.Namespace) -> Project:
+    """The project of this command; a one-line error naming `proofbench init` when there is none."""
+    return project_file.require(getattr(args, "project", None))
+
+
+def optional_project(args: argparse.Namespace) -> Project | None:
+    """The project of this command, for commands that also work without one."""
+    given = getattr(args, "project", None)
+    return project_file.require(given) if given is not None else project_file.find()
+
+
+def engine(args: argparse.Namespace, found: Project | None = None, migrate: bool = True):
+    """An engine on the chosen database (schema brought up to date unless `migrate` is False)."""
     from proofbench.db.session import connect
 
-    return connect(getattr(args, "db", None))
+    found = found if found is not None else optional_project(args)
+    return connect(project_file.database_url(getattr(args, "db", None), found), migrate=migrate)
 
 
-def sources(paths: list[Path], sidecar_path: Path | None):
-    """Everything ingest needs besides the results files themselves."""
-    from proofbench.pipeline import runner
-    from proofbench.pipeline.generate import benchmark_index
-    from proofbench.pipeline.ingest import Sources, load_diagnostics, machine_profiles
-    from proofbench.registry import load
-
-    return Sources(index=benchmark_index(load()), diagnostics=load_diagnostics(sidecar_path),
-                   repo=runner.ROOT, machine_profiles=machine_profiles(paths))
-
-
-def report_ingest(report) -> int:
+def show_ingest(report) -> int:
     """Print an ingest's outcome; 2 when a file was refused (each named on stderr)."""
-    console.print(f"ingested {len(report.ingested)} file(s), {report.rows} result(s); "
-                  f"{len(report.unchanged)} already known")
-    for line in report.refused:
-        print(f"proofbench: refused {line}", file=sys.stderr)
+    import sys
+
+    from proofbench.reports import ingest as shown
+
+    console.print(shown.summary(report), markup=False)
+    for line in shown.refusals(report):
+        print(f"proofbench: {line}", file=sys.stderr)
     return 2 if report.refused else 0
+
+
+@contextlib.contextmanager
+def progress_bar(first: str) -> Iterator[Callable[[float, str], None]]:
+    """A transient progress bar on stderr; yields the function asv's progress goes to."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}", markup=False), BarColumn(),
+                  TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(), console=console,
+                  transient=True) as progress:
+        task = progress.add_task(first, total=100)
+        yield lambda pct, name: progress.update(task, completed=pct, description=name)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from proofbench.cli.common import add_db_option, console
+from proofbench.cli.common import add_db_option, console, optional_project
 
 
 def add_parser(sub) -> None:
@@ -15,16 +15,12 @@ def add_parser(sub) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from proofbench.db.session import (
-        database_url,
-        engine_for,
-        has_schema,
-        masked,
-        upgrade,
-    )
+    from proofbench.db.session import engine_for, has_schema, masked, upgrade
+    from proofbench.project import database_url
 
-    engine = engine_for(args.db)
+    url = database_url(args.db, optional_project(args))
+    engine = engine_for(url)
     existed = has_schema(engine)
     upgrade(engine)
-    console.print(f"{'upgraded' if existed else 'created'} schema at {masked(database_url(args.db))}")
+    console.print(f"{'upgraded' if existed else 'created'} schema at {masked(url)}", markup=False)
     return 0

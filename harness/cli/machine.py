@@ -18,22 +18,26 @@ def add_parser(sub) -> None:
 def handle(args: argparse.Namespace) -> int:
     from sqlalchemy.orm import Session
 
-    from proofbench.cli.common import engine
+    from proofbench.cli.common import engine, optional_project
     from proofbench.db.fleet import machine_history, store_machine
     from proofbench.machine.capture import capture, fingerprint
     from proofbench.pipeline import runner
+    from proofbench.pipeline.asv import Layout
 
-    db = engine(args)  # first: an unreachable database stops the command before it writes anything
+    found = optional_project(args)
+    db = engine(args, found)  # first: an unreachable database stops the command before it writes anything
     profile = capture(args.name)
-    layout = runner.Layout()
-    runner.write_machine_files(profile, layout)
+    layout = Layout.of(found) if found is not None else None
+    if layout is not None:
+        runner.write_machine_files(profile, layout)
     document = {"fingerprint": fingerprint(profile), **profile.to_dict()}
     with Session(db) as session, session.begin():
         known = {m.id for m in machine_history(session, profile.name)}
         row = store_machine(session, profile.name, document["fingerprint"], document)
         message = _stored_message(row, row.id not in known)
     print(json.dumps(document, indent=2, sort_keys=True))
-    console.print(f"asv machine file: {layout.home / '.asv-machine.json'}")
+    if layout is not None:
+        console.print(f"asv machine file: {layout.home / '.asv-machine.json'}", markup=False)
     if profile.gpu_note:
         console.print(f"GPU: none ({profile.gpu_note})")
     console.print(message)

@@ -1,49 +1,58 @@
-"""Drives `asv run` over a range of commits, each built into asv's virtualenv environment.
+"""Measures a range of commits, each built into asv's virtualenv environment.
 
-Where `proofbench.pipeline.runner` measures the checkout in hand (asv's `existing` environment), this
-measures history: for every commit of the range, in first-parent order, asv checks the
-commit out, builds a wheel of it, installs it into a virtualenv and runs the benchmark
-suite of the working tree (`<repo>/benchmarks`, asv's model: one suite, the project varies)
-against it. The suite's modules import `proofbench.measure.bench` and the subjects from the installed
-commit, so each commit is measured with its own code.
+Where `proofbench.pipeline.runner` measures the checkout in hand (asv's `existing` environment),
+this measures history, asv's model: the suite is fixed (the project's suite directory, as it is
+in the working tree) and the repository under test (asv.conf.json's `repo`: the project itself,
+or any other checkout) is built at each commit of the range, in first-parent order, and
+installed into a virtualenv. Where the subjects live decides what varies: subjects inside the
+package under test are measured as they were at each commit (proofbench's own catalogue works
+this way: its subjects are the code under test); subjects in the suite directory stay fixed
+while the package under them changes.
 
 Building that virtualenv must not take minutes, nor the network: torch alone is a large
-wheel. The environment is given a read-only view of this project's own site-packages (a
-directory of symlinks, without pip, setuptools and proofbench itself), in two steps:
+wheel. The environment is given a read-only view of the site-packages proofbench runs from (a
+directory of symlinks, without pip, setuptools and the distribution under test), in two steps:
 
 1. `asv setup` creates the environment. asv's virtualenv plugin drops PYTHONPATH from the
    commands it runs there but sets it from ASV_PYTHONPATH, which names the view, so asv's
-   `pip install` of the matrix (`torch==2.13.0`, transformers, ...) finds every requirement
-   already satisfied, offline: the packages measured are the ones on disk.
+   `pip install` of the matrix finds every requirement already satisfied, offline: the
+   packages measured are the ones on disk.
 2. A `.pth` file naming the view is put in the environment's site-packages, after which
    `asv run` builds, installs and measures each commit. (ASV_PYTHONPATH cannot serve the
    benchmark processes: asv's runner script removes PYTHONPATH entries from sys.path,
    asv issue #1463.) The view comes after the environment's own site-packages, so the
-   commit's wheel, the only thing installed there, is what `import harness` finds.
+   commit's wheel, the only thing installed there, is what its imports find.
 
 The environment lives in asv's env_dir and is reused by later runs (asv recreates it only
 when the Python or the matrix changes; the `.pth` is written again every run).
 
 A commit that fails to build, or whose benchmarks crash, is recorded by asv as failed
-(None) for that commit, and the range goes on.
+(None) for that commit, and the range goes on. Building a commit runs the repository's own
+build command: point proofbench only at repositories whose code you would run.
 """
 from __future__ import annotations
 
 import json
 import os
 import re
-import subprocess
 import sys
 import sysconfig
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
 
 from proofbench import git
+from proofbench.catalogue import Catalogue
+from proofbench.db.commits import place
 from proofbench.errors import InputError, RunError
 from proofbench.machine.capture import MachineProfile
 from proofbench.measure import sidecar
 from proofbench.pipeline import asv_log, results_file, runner
+from proofbench.pipeline.asv import Layout, Progress, drive, environment, read_config
+from proofbench.pipeline.ingest import IngestReport, ingest_run
 from proofbench.profile import Profile
 
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"  # the shared packages' ABI
@@ -51,12 +60,10 @@ ENVIRONMENT = f"virtualenv:{PYTHON}"
 SHARED_SITE = "history-site"
 SHARED_PTH = "proofbench-history-site.pth"
 BUILD_FAILED = "the commit did not build or install (see asv's output of the history run)"
-# What the environment must not see of this project's site-packages: the installers it has
-# its own copies of, path hooks (.pth files are not read from PYTHONPATH anyway), and
-# proofbench itself, which comes from the commit being measured.
-_PRIVATE = re.compile(r"^(pip|setuptools|pkg_resources|_distutils_hack|wheel|proofbench)([-_.].*)?$"
-                      r"|^__editable__|\.pth$|^__pycache__$")
-_PROGRESS = re.compile(r"^\[\s*(\d+(?:\.\d+)?)%\]\s+\S+\s+(.*)$")
+# What the environment must not see of the site-packages proofbench runs from: the installers
+# it has its own copies of, path hooks (.pth files are not read from a path entry anyway), and
+# the distribution under test, which comes from the commit being measured.
+_PRIVATE = r"^(pip|setuptools|pkg_resources|_distutils_hack|wheel)([-_.].*)?$|^__editable__|\.pth$|^__pycache__$"
 _COMMIT_LINE = re.compile(r"For \S+ commit ([0-9a-f]{8})")
 
 
@@ -74,11 +81,20 @@ class HistoryOutcome:
     log: str
 
 
-def default_branch(repo: Path = runner.ROOT) -> str:
-    """The branch the repository's asv.conf.json tracks first (this project's when it has none)."""
-    config = repo / "asv.conf.json"
-    branches = _read_conf(config if config.is_file() else runner.ROOT / "asv.conf.json").get("branches")
-    return str((branches or ["main"])[0])
+def repository(layout: Layout) -> Path:
+    """The repository asv builds: asv.conf.json's `repo`, relative to the configuration."""
+    repo = str(read_config(layout.project.asv_config).get("repo", "."))
+    if "://" in repo or repo.startswith("git@"):
+        raise InputError(f"{layout.project.asv_config}: repo {repo!r} is not a local checkout; clone it and pass "
+                         f"--repo with its path")
+    path = Path(repo)
+    return path if path.is_absolute() else (layout.project.asv_config.parent / path).resolve()
+
+
+def default_branch(layout: Layout, repo: Path) -> str:
+    """The branch asv.conf.json tracks first, else the repository's current branch."""
+    branches = [b for b in read_config(layout.project.asv_config).get("branches") or [] if b]
+    return str(branches[0]) if branches else (git.current_branch(repo) or "main")
 
 
 def commits(repo: Path, branch: str, spec: str | None = None, since: str | None = None) -> tuple[str, ...]:
@@ -99,11 +115,27 @@ def _project_site() -> Path:
     return Path(sysconfig.get_paths()["purelib"])
 
 
-def shared_site(target: Path, site: Path | None = None) -> Path:
-    """(Re)make `target` as symlinks to this project's site-packages, private entries left out."""
+def distribution_name(repo: Path) -> str | None:
+    """The name of the distribution `repo` builds (pyproject.toml's [project] name), if it says."""
+    try:
+        data = tomllib.loads((repo / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    name = data.get("project", {}).get("name") if isinstance(data.get("project"), dict) else None
+    return name if isinstance(name, str) and name else None
+
+
+def shared_site(target: Path, under_test: str | None, site: Path | None = None) -> Path:
+    """(Re)make `target` as symlinks to the site-packages proofbench runs from, leaving out the
+    installers, path hooks and the distribution `under_test`."""
     site = site or _project_site()
+    private = _PRIVATE
+    if under_test:
+        name = "[-_.]".join(re.escape(part) for part in re.split(r"[-_.]+", under_test.lower()))
+        private += rf"|^({name})([-_.].*)?$"
+    hidden = re.compile(private, re.IGNORECASE)
     target.mkdir(parents=True, exist_ok=True)
-    wanted = {entry.name: entry for entry in site.iterdir() if not _PRIVATE.search(entry.name)}
+    wanted = {entry.name: entry for entry in site.iterdir() if not hidden.search(entry.name)}
     for link in target.iterdir():
         if link.name not in wanted or not link.is_symlink() or Path(os.readlink(link)) != wanted[link.name]:
             link.unlink()
@@ -113,41 +145,26 @@ def shared_site(target: Path, site: Path | None = None) -> Path:
     return target
 
 
-def _absolute(conf: dict, key: str, base: Path) -> str:
-    path = Path(conf[key])
-    return str(path if path.is_absolute() else base / path)
-
-
-def _read_conf(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise RunError(f"{path}: cannot read asv's configuration: {exc}") from None
-
-
-def write_config(layout: runner.Layout, repo: Path, branch: str) -> Path:
-    """asv's configuration for a history run, written beside the results: the measured
-    repository's own asv.conf.json (its matrix, build and install commands; the layout's
-    when it has none) with the layout's directories, this Python and absolute paths."""
-    own = repo / "asv.conf.json"
-    conf = _read_conf(own if own.is_file() else layout.config)
-    where = _read_conf(layout.config)
-    base = layout.config.parent
-    conf.update(repo=str(repo), branches=[branch], pythons=[PYTHON], benchmark_dir=str(repo / "benchmarks"),
-                env_dir=_absolute(where, "env_dir", base), results_dir=str(layout.results),
-                html_dir=_absolute(where, "html_dir", base))
-    path = layout.results.parent / "history.asv.conf.json"
+def write_config(layout: Layout, repo: Path, branch: str) -> Path:
+    """asv's configuration for a history run, written into the work directory: the project's own
+    asv.conf.json (its matrix, build and install commands) with the repository, the branch, this
+    Python and the layout's directories, as absolute paths."""
+    conf = read_config(layout.config)
+    conf.update(repo=str(repo), branches=[branch], pythons=[PYTHON], benchmark_dir=str(layout.benchmarks),
+                env_dir=str(layout.env_dir), results_dir=str(layout.results),
+                html_dir=str(layout.workdir / "html"))
+    path = layout.workdir / "history.asv.conf.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(conf, indent=2))
     return path
 
 
-def history_environment(profile: Profile, layout: runner.Layout) -> dict[str, str]:
+def history_environment(layout: Layout, profile: Profile) -> dict[str, str]:
     """The environment of the asv process: the runner's, without the project on PYTHONPATH
-    (each commit brings its own proofbench)."""
-    env = runner.run_environment(profile, "", layout)
+    (each commit brings its own code)."""
+    env = environment(layout, profile)
     env.pop("PYTHONPATH", None)
-    env.pop("ASV_PYTHONPATH", None)  # it would put the project's own tree before the commit's
+    env.pop("ASV_PYTHONPATH", None)  # it would put the working tree before the commit's
     env.pop(sidecar.COMMIT_VAR, None)  # asv tells each benchmark its commit (ASV_COMMIT)
     # asv looks for `python3.11` on PATH: this interpreter's, so the ABI matches the shared packages.
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
@@ -222,39 +239,37 @@ def diagnose(log: str, hashes: tuple[str, ...], results: tuple[Path, ...], path:
     return len(records)
 
 
-def run(hashes: tuple[str, ...], profile: Profile, machine_profile: MachineProfile, *, repo: Path = runner.ROOT,
-        branch: str = "main", bench: str | None = None, rerun: bool = False, layout: runner.Layout | None = None,
-        on_progress: Callable[[float, str], None] | None = None) -> HistoryOutcome:
-    """Measure `hashes` (oldest first) with asv in its virtualenv environment."""
-    layout = layout or runner.Layout.default()
+def run(layout: Layout, hashes: tuple[str, ...], profile: Profile, machine_profile: MachineProfile, *,
+        repo: Path, branch: str, bench: str | None = None, rerun: bool = False,
+        on_progress: Progress | None = None) -> HistoryOutcome:
+    """Measure `hashes` (oldest first) of `repo` with asv in its virtualenv environment."""
     runner.write_machine_files(machine_profile, layout)
     config = write_config(layout, repo, branch)
     hashfile = config.with_name("history.hashes")
     hashfile.write_text("\n".join(hashes) + "\n")
-    env = history_environment(profile, layout)
-    env_dir, setup = prepare_environment(config, repo, env, shared_site(layout.results.parent / SHARED_SITE))
+    env = history_environment(layout, profile)
+    shared = shared_site(layout.workdir / SHARED_SITE, distribution_name(repo))
+    setup = prepare_environment(config, layout, env, shared)
     cmd = asv_command(config, machine_profile.name, hashfile, bench or profile.bench or None, rerun)
-    log = _stream(cmd, repo, env, on_progress)
+    log = drive(cmd, layout.project.root, env, on_progress)
     results = tuple(path for h in hashes for path in _results_files(layout.results / machine_profile.name, h))
     if log.returncode != 0 and not results:
-        raise RunError("asv run over the range failed:\n" + "".join(log.lines[-30:]))
-    text = "".join(log.lines)
-    diagnose(text, hashes, results, layout.sidecar)
-    return HistoryOutcome(log.returncode, hashes, machine_profile.name, env_dir, results,
-                          failed_builds(text, hashes), setup + text)
+        raise RunError("asv run over the range failed:\n" + log.tail())
+    diagnose(log.text, hashes, results, layout.sidecar)
+    return HistoryOutcome(log.returncode, hashes, machine_profile.name, layout.env_dir, results,
+                          failed_builds(log.text, hashes), setup + log.text)
 
 
-def prepare_environment(config: Path, repo: Path, env: dict[str, str], shared: Path) -> tuple[Path, str]:
+def prepare_environment(config: Path, layout: Layout, env: dict[str, str], shared: Path) -> str:
     """Create (or find) the history environment with `asv setup` and hand it the shared
-    packages; returns its env_dir and asv's output."""
-    setup = _stream(setup_command(config), repo, {**env, "ASV_PYTHONPATH": str(shared)}, None)
-    env_dir = Path(json.loads(config.read_text())["env_dir"])
+    packages; returns asv's output."""
+    setup = drive(setup_command(config), layout.project.root, {**env, "ASV_PYTHONPATH": str(shared)})
     # `asv setup` exits non-zero even when it succeeds (it returns its environments): the
     # environment's info file, which asv writes last, is what says it exists.
-    if not link_shared(env_dir, shared):
-        raise RunError(f"asv could not create the history environment ({ENVIRONMENT}) in {env_dir}:\n"
-                       + "".join(setup.lines[-30:]))
-    return env_dir, "".join(setup.lines)
+    if not link_shared(layout.env_dir, shared):
+        raise RunError(f"asv could not create the history environment ({ENVIRONMENT}) in {layout.env_dir}:\n"
+                       + setup.tail())
+    return setup.text
 
 
 def _results_files(directory: Path, commit: str) -> list[Path]:
@@ -271,20 +286,21 @@ def _results_files(directory: Path, commit: str) -> list[Path]:
 
 
 @dataclass(frozen=True)
-class _Log:
-    returncode: int
-    lines: list[str]
+class MeasuredRange:
+    """What `proofbench history` did: asv's run over the range, and what went into the database."""
+
+    outcome: HistoryOutcome
+    ingested: IngestReport
+    placed: int
 
 
-def _stream(cmd: list[str], cwd: Path, env: dict[str, str],
-            on_progress: Callable[[float, str], None] | None) -> _Log:
-    # cwd is the measured repository: asv reads build requirements from ./pyproject.toml.
-    lines: list[str] = []
-    with subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          bufsize=1) as proc:
-        for line in proc.stdout or ():
-            lines.append(line)
-            match = _PROGRESS.match(line.strip())
-            if match and on_progress:
-                on_progress(float(match.group(1)), match.group(2))
-    return _Log(proc.returncode, lines)
+def measure(engine: Engine, layout: Layout, catalogue: Catalogue, hashes: tuple[str, ...], profile: Profile,
+            machine_profile: MachineProfile, *, repo: Path, branch: str, bench: str | None = None,
+            rerun: bool = False, on_progress: Progress | None = None) -> MeasuredRange:
+    """Measure `hashes` of `repo`, ingest them, and place every known commit on `branch`'s history."""
+    outcome = run(layout, hashes, profile, machine_profile, repo=repo, branch=branch, bench=bench, rerun=rerun,
+                  on_progress=on_progress)
+    ingested = ingest_run(engine, layout, list(outcome.results), catalogue.registry, catalogue.claims, repo=repo)
+    with Session(engine) as session, session.begin():
+        placed = place(session, git.first_parent(repo, branch), branch)
+    return MeasuredRange(outcome, ingested, placed)

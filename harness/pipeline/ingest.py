@@ -30,8 +30,10 @@ from proofbench.db.rows import conflict_insert, insert_or_get
 from proofbench.errors import InputError
 from proofbench.measure import sidecar
 from proofbench.pipeline import asv_log, results_file
-from proofbench.pipeline.generate import BenchmarkInfo
+from proofbench.pipeline.asv import Layout
+from proofbench.pipeline.generate import BenchmarkInfo, benchmark_index
 from proofbench.pipeline.results_file import Point, ResultsFile
+from proofbench.registry import Registry
 
 
 @dataclass
@@ -54,17 +56,12 @@ class Sources:
     machine_profiles: dict[str, dict] = field(default_factory=dict)
 
 
-PROFILE_FILE = "proofbench-machine.json"
-
-
-def machine_profiles(paths: list[Path]) -> dict[str, dict]:
-    """Hardware profiles `proofbench run` left beside these results files, by machine name."""
+def machine_profiles(directory: Path) -> dict[str, dict]:
+    """Hardware profiles `proofbench run` left in `directory` (`<machine name>.json`), by name."""
     profiles = {}
-    for path in {p.parent / PROFILE_FILE for p in paths}:
-        if not path.exists():
-            continue
+    for path in sorted(directory.glob("*.json")) if directory.is_dir() else ():
         try:
-            profiles[path.parent.name] = json.loads(path.read_text())
+            profiles[path.stem] = json.loads(path.read_text())
         except ValueError as exc:
             raise InputError(f"{path}: not valid JSON ({exc})") from None
     return profiles
@@ -228,3 +225,18 @@ def sync_claims(engine: Engine, claims: tuple[Claim, ...]) -> None:
                 session.execute(insert(ClaimRow).values(id=claim.id, **values)
                                 .on_conflict_do_update(index_elements=[ClaimRow.id], set_=values))
         session.execute(delete(ClaimRow).where(ClaimRow.id.not_in([claim.id for claim in claims])))
+
+
+def sources(layout: Layout, registry: Registry | None, repo: Path | None) -> Sources:
+    """What ingest needs besides the results of a project's runs: the meaning of its benchmarks,
+    the run's diagnostics, the machines' profiles, and the repository for commit metadata."""
+    return Sources(index=benchmark_index(registry) if registry is not None else {},
+                   diagnostics=load_diagnostics(layout.sidecar), repo=repo,
+                   machine_profiles=machine_profiles(layout.machines))
+
+
+def ingest_run(engine: Engine, layout: Layout, paths: list[Path], registry: Registry | None,
+               claims: tuple[Claim, ...], repo: Path | None) -> IngestReport:
+    """What every measuring command does with its results: the claims, then the files."""
+    sync_claims(engine, claims)
+    return ingest(engine, paths, sources(layout, registry, repo))

@@ -23,7 +23,7 @@ from proofbench.declare import (
     Workload,
 )
 from proofbench.registry import register
-from proofbench.subjects.fasta import read_fasta
+from proofbench.subjects.workloads.fasta import read_fasta
 
 TIMEOUT_VAR = "PROOFBENCH_FAULTY_TIMEOUT"  # a test that must catch `hangs` mid-hang raises it
 TIMEOUT = float(os.environ.get(TIMEOUT_VAR, "2"))  # seconds asv gives each benchmark process

@@ -1,10 +1,11 @@
-"""Running the real `proofbench` command line on the faulty project, in a private work directory,
+"""Running the real `proofbench` command line on the faulty project, a project directory of its own,
 and reading back what it stored.
 
-`Project(workdir, db_url).cli("run", ...)` runs `python -m proofbench.cli` in a subprocess with
-$PROOFBENCH_SUBJECTS, $PROOFBENCH_WORKDIR and $PROOFBENCH_MEMORY_LIMIT set, so nothing under
-the project's subjects/, benchmarks/ or .asv/ is read or written. `generate()` must come first:
-it writes the faulty subjects' benchmark module into the work directory.
+`Project(workdir, db_url).cli("run", ...)` runs `python -m proofbench` in a subprocess whose working
+directory is `workdir`, a project made for the test: a proofbench.toml naming the faulty subjects,
+an asv.conf.json, a git repository with one commit, and $PROOFBENCH_MEMORY_LIMIT set. Nothing of
+proofbench's own checkout is read or written. `generate()` must come first: it writes the faulty
+subjects' benchmark module into the project's suite.
 """
 from __future__ import annotations
 
@@ -24,44 +25,66 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 SUBJECTS = "tests.faulty.faults"
 BENCH = r"^loading\.Faulty"
 MEMORY_LIMIT = "256M"
-_GENERATE = "from proofbench.pipeline.generate import generate; from proofbench.registry import load; generate(load())"
+_ASV_CONF = {"version": 1, "project": "faulty", "project_url": "https://example.invalid/faulty", "repo": ".",
+             "branches": ["main"], "dvcs": "git", "environment_type": "virtualenv", "benchmark_dir": "benchmarks",
+             "env_dir": "env", "results_dir": "results", "html_dir": "html", "launch_method": "forkserver",
+             "default_benchmark_timeout": 60}
+_GIT = {"GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "b@example.invalid", "GIT_COMMITTER_NAME": "Bench",
+        "GIT_COMMITTER_EMAIL": "b@example.invalid", "GIT_CONFIG_NOSYSTEM": "1",
+        # fixed dates: every faulty project is the same commit, as runs of one checkout would be
+        "GIT_AUTHOR_DATE": "2026-11-01T00:00:00+00:00", "GIT_COMMITTER_DATE": "2026-11-01T00:00:00+00:00"}
 
 
 @dataclass(frozen=True)
 class Project:
-    """A work directory and a database the faulty project runs into."""
+    """A project directory (`workdir`) and a database the faulty project runs into."""
 
     workdir: Path
     db_url: str
     subjects: str = SUBJECTS
 
+    def make(self) -> None:
+        """Write the project's files and commit them (asv stores results per commit); idempotent."""
+        if (self.workdir / "proofbench.toml").exists():
+            return
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        (self.workdir / "proofbench.toml").write_text(f'subjects = ["{self.subjects}"]\nworkdir = "."\n')
+        (self.workdir / "asv.conf.json").write_text(json.dumps(_ASV_CONF, indent=2))
+        env = {**os.environ, **_GIT, "HOME": str(self.workdir)}
+        for args in (["init", "-q", "-b", "main"], ["add", "proofbench.toml", "asv.conf.json"],
+                     ["commit", "-q", "-m", "The faulty project"]):
+            subprocess.run(["git", "-C", str(self.workdir), *args], check=True, env=env, capture_output=True)
+
     def env(self, **extra: str) -> dict[str, str]:
-        """The environment of every command: the faulty subjects, the work directory, a memory bound."""
+        """The environment of every command: the checkout importable (the faulty subjects), a memory bound."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("PROOFBENCH_")}
-        env.update(PROOFBENCH_SUBJECTS=self.subjects, PROOFBENCH_WORKDIR=str(self.workdir),
-                   PROOFBENCH_MEMORY_LIMIT=MEMORY_LIMIT, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+        env.update(PROOFBENCH_MEMORY_LIMIT=MEMORY_LIMIT, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                    PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
         env.update(extra)
         return env
 
     def generate(self) -> None:
-        """Write the faulty subjects' benchmark module under the work directory."""
-        subprocess.run([sys.executable, "-c", _GENERATE], cwd=ROOT, env=self.env(), check=True, timeout=120)
+        """Write the faulty subjects' benchmark module into the project's suite."""
+        self.make()
+        subprocess.run(self.command("generate", db=False), cwd=self.workdir, env=self.env(), check=True,
+                       timeout=120, capture_output=True)
 
     def command(self, *args: str, db: bool = True) -> list[str]:
         """The command line of `proofbench ARGS [--db URL]`."""
         return [sys.executable, "-m", "proofbench", *args, *(("--db", self.db_url) if db else ())]
 
     def cli(self, *args: str, db: bool = True, timeout: float = 240, **env: str) -> subprocess.CompletedProcess:
-        """Run `proofbench ARGS [--db URL]` to the end."""
-        return subprocess.run(self.command(*args, db=db), cwd=ROOT, env=self.env(**env), capture_output=True,
+        """Run `proofbench ARGS [--db URL]` in the project to the end."""
+        self.make()
+        return subprocess.run(self.command(*args, db=db), cwd=self.workdir, env=self.env(**env), capture_output=True,
                               text=True, timeout=timeout)
 
     def start(self, *args: str, **env: str) -> subprocess.Popen:
         """Start `proofbench ARGS --db URL`; its output goes to stdout.txt and stderr.txt in the work directory."""
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.make()
         with open(self.workdir / "stdout.txt", "w") as out, open(self.workdir / "stderr.txt", "w") as err:
-            return subprocess.Popen(self.command(*args), cwd=ROOT, env=self.env(**env), stdout=out, stderr=err)
+            return subprocess.Popen(self.command(*args), cwd=self.workdir, env=self.env(**env), stdout=out,
+                                    stderr=err)
 
     @property
     def results_dir(self) -> Path:
@@ -149,8 +172,7 @@ def copy_database(source: Path, target: Path) -> None:
 
 def results_file(project: Project) -> Path:
     """The one results file a run of the faulty project wrote."""
-    (path,) = [p for p in project.results_dir.glob("*/*.json")
-               if p.name not in ("machine.json", "benchmarks.json") and not p.name.startswith("proofbench-")]
+    (path,) = [p for p in project.results_dir.glob("*/*.json") if p.name not in ("machine.json", "benchmarks.json")]
     return path
 
 

@@ -22,7 +22,7 @@ from typing import Iterable, Iterator
 import lmdb
 
 from proofbench.errors import InputError
-from proofbench.subjects.proteins import ProteinRecord
+from proofbench.subjects.workloads.proteins import ProteinRecord
 
 # Sparse on Linux: the file grows with the data, the map only reserves address space.
 DEFAULT_MAP_SIZE = 1 << 30

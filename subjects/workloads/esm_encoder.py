@@ -15,8 +15,8 @@ from typing import Sequence
 import torch
 from transformers import EsmConfig, EsmModel, PreTrainedTokenizerBase
 
-from proofbench.subjects.minilm import mean_pool
-from proofbench.subjects.tokenizer import esm_fast
+from proofbench.subjects.workloads.minilm import mean_pool
+from proofbench.subjects.workloads.tokenizer import esm_fast
 
 SEED = 1001
 ESM_CONFIG = dict(vocab_size=33, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,

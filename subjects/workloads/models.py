@@ -13,8 +13,8 @@ import torch
 from transformers import EsmConfig, EsmForMaskedLM, GPT2Config, GPT2LMHeadModel
 
 from proofbench.errors import DeclarationError
-from proofbench.subjects.proteins import generate_proteins
-from proofbench.subjects.tokenizer import esm_fast
+from proofbench.subjects.workloads.proteins import generate_proteins
+from proofbench.subjects.workloads.tokenizer import esm_fast
 
 VOCAB_SIZE = 33
 CLS_ID, PAD_ID, EOS_ID, MASK_ID = 0, 1, 2, 32

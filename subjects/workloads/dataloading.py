@@ -1,4 +1,4 @@
-"""The data loader subject (area "loading"): feeding a training loop from an LMDB store.
+"""Feeding a training loop from an LMDB store: the workload of the `loading.dataloader` subject.
 
 `loading.dataloader` trains an ESM-2 style masked LM for one epoch over proteins read from
 a real LMDB store (built by `build_cache`), one record per `__getitem__`: read, tokenize,
@@ -28,20 +28,13 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
-from proofbench.declare import Context, Equivalence, Size, Subject, Variant, Workload
+from proofbench.declare import Context, Size, Workload
 from proofbench.errors import DeclarationError
-from proofbench.registry import register
-from proofbench.subjects.lmdb_store import StoreReader
-from proofbench.subjects.loading import build_protein_stores, store_path
-from proofbench.subjects.models import esm_mlm, mlm_example, pad_collate
-from proofbench.subjects.proteins import record_id
-from proofbench.subjects.trainer import (
-    LOSS_DELTA,
-    TrainingRun,
-    loss_delta,
-    to_device,
-    train,
-)
+from proofbench.subjects.workloads.lmdb_store import StoreReader
+from proofbench.subjects.workloads.models import esm_mlm, mlm_example, pad_collate
+from proofbench.subjects.workloads.protein_files import store_path
+from proofbench.subjects.workloads.proteins import record_id
+from proofbench.subjects.workloads.trainer import TrainingRun, to_device, train
 
 PREFETCH_FACTOR = 4  # seed 000: dataloader_prefetch_factor: 4
 
@@ -93,7 +86,7 @@ def _reader(path: Path) -> StoreReader:
     return _READERS.setdefault(path, StoreReader(path))
 
 
-def _prepare(ctx: Context) -> Workload:
+def prepare_loader(ctx: Context) -> Workload:
     s = ctx.size
     reader = _reader(store_path(ctx.cache_dir, s["n"]).resolve())
     if ctx.variant != "baseline":
@@ -114,7 +107,7 @@ def _epoch(run: TrainingRun, loader: DataLoader, non_blocking: bool = False) -> 
     return train(run, batches=(to_device(b, run.device, non_blocking) for b in loader))
 
 
-def _inline(work: LoaderRun) -> torch.Tensor:
+def inline_epoch(work: LoaderRun) -> torch.Tensor:
     return _epoch(work.run, work.inline)
 
 
@@ -125,31 +118,9 @@ def _prepared(loader: DataLoader | None, variant: str) -> DataLoader:
     return loader
 
 
-def _workers(work: LoaderRun) -> torch.Tensor:
+def worker_epoch(work: LoaderRun) -> torch.Tensor:
     return _epoch(work.run, _prepared(work.workers, "workers"))
 
 
-def _pinned(work: LoaderRun) -> torch.Tensor:
+def pinned_epoch(work: LoaderRun) -> torch.Tensor:
     return _epoch(work.run, _prepared(work.pinned, "pinned"), non_blocking=True)
-
-
-register(Subject(
-    area="loading", name="dataloader", item="sequence",
-    description="one epoch of ESM-2 style MLM training fed from LMDB: num_workers=0 vs persistent prefetching workers",
-    prepare=_prepare,
-    variants=(Variant("baseline", _inline, "DataLoader(num_workers=0): read, tokenize, mask in the training process"),
-              Variant("workers", _workers,
-                      f"num_workers=N, persistent_workers=True, prefetch_factor={PREFETCH_FACTOR}"),
-              Variant("pinned", _pinned, "workers + pin_memory=True + .to(device, non_blocking=True)",
-                      requires=("cuda",))),
-    equivalence=Equivalence(LOSS_DELTA, 1e-4, loss_delta,
-                            "losses within 1e-4: the same batches in the same order, whoever loads them (identical "
-                            "on CPU; GPU backward kernels with atomic adds are not bitwise reproducible)"),
-    sizes=(Size.of("tiny", n=16, batch=4, workers=2, hidden=64, layers=2, heads=2, seq=64),
-           Size.of("small", n=48, batch=8, workers=2, hidden=64, layers=2, heads=2, seq=256),
-           Size.of("large", n=2048, batch=16, workers=4, hidden=384, layers=6, heads=6, seq=512)),
-    build_cache=build_protein_stores,
-    track_memory=True,
-    notes="Workers are started in setup (persistent), so the timed epoch excludes worker start-up. Peak "
-          "memory is the training process's alone: worker processes are not counted.",
-))

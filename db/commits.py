@@ -1,0 +1,63 @@
+"""Commit order, written once: where a commit stands on its branch, and which commit is the latest.
+
+A commit's place is its position on a branch's first-parent history (`place`, from git); a
+commit that has none (results ingested without the repository) is ordered by its commit date,
+then by the date its results were taken, then by the order it was ingested. Hashes never order.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from typing import Sequence
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from proofbench.db.models import Commit, Result
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def aware(when: dt.datetime | None) -> dt.datetime | None:
+    """A timestamp with its zone: SQLite hands back naive ones, which were written as UTC."""
+    return when.replace(tzinfo=dt.timezone.utc) if when is not None and when.tzinfo is None else when
+
+
+def place(session: Session, hashes: Sequence[str], branch: str) -> int:
+    """Give the known commits among `hashes` (a branch's first-parent history, oldest
+    first) their position on `branch`; returns how many rows changed.
+
+    A commit already placed on another branch keeps that place: a commit belongs to the
+    first branch it was measured on, so that branch's series keep it.
+    """
+    positions = {h: i for i, h in enumerate(hashes)}
+    changed = 0
+    rows = session.execute(select(Commit.id, Commit.hash, Commit.branch, Commit.position)).all()
+    for commit_id, full, placed_on, position in rows:
+        if full not in positions or placed_on not in (None, branch) or position == positions[full]:
+            continue
+        session.execute(update(Commit).where(Commit.id == commit_id)
+                        .values(branch=branch, position=positions[full]))
+        changed += 1
+    return changed
+
+
+def order_key(commit: Commit, measured_at: dt.datetime | None = None) -> tuple:
+    """Sort key of commit order: position, else commit date, else when it was measured, else ingest order."""
+    when = aware(commit.committed_at) or aware(measured_at)
+    return (commit.position is None, commit.position or 0, when is None, when or _EPOCH, commit.id)
+
+
+def ordered(session: Session, machine_id: int | None = None) -> list[Commit]:
+    """The commits that have results (on `machine_id`, when given), oldest first."""
+    query = select(Result.commit_id, func.min(Result.started_at)).group_by(Result.commit_id)
+    if machine_id is not None:
+        query = query.where(Result.machine_id == machine_id)
+    measured = dict(session.execute(query).all())
+    commits = session.scalars(select(Commit).where(Commit.id.in_(list(measured))))
+    return sorted(commits, key=lambda c: order_key(c, measured[c.id]))
+
+
+def latest(session: Session, machine_id: int) -> Commit | None:
+    """The newest commit, in commit order, with results on `machine_id`."""
+    commits = ordered(session, machine_id)
+    return commits[-1] if commits else None

@@ -1,0 +1,23 @@
+"""A project's catalogue: its subjects, imported from the modules its file names, and its claims."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from proofbench.claim import Claim, check_against, load_claims
+from proofbench.project import Project
+from proofbench.registry import Registry, load
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """The registered subjects and the claims made about them."""
+
+    registry: Registry
+    claims: tuple[Claim, ...]
+
+
+def load_catalogue(project: Project) -> Catalogue:
+    """Import every subject module of `project` and read its claims, each checked against them."""
+    registry = load(project.subjects, project.root)
+    claims = load_claims(project.claims) if project.claims is not None else ()
+    return Catalogue(registry, check_against(claims, registry, project.claims) if claims else ())

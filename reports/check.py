@@ -1,0 +1,126 @@
+"""The nightly check's report as text, Markdown (for a pull request) and the documented JSON.
+
+The JSON format ("proofbench-check", versioned) is described in docs/nightly.md; bots read it, so
+its shape changes only with its version.
+"""
+from __future__ import annotations
+
+import math
+
+from proofbench.analysis.check import CheckReport, Finding
+from proofbench.analysis.series import CommitRef
+from proofbench.reports import formatting as fmt
+
+FORMAT = "proofbench-check"
+FORMAT_VERSION = 1
+
+
+def _level(value: float, unit: str) -> str:
+    if unit == "seconds":
+        return fmt.seconds(value)
+    if unit == "bytes":
+        return fmt.byte_size(value)
+    return f"{value:.4g} {unit}"
+
+
+def _series(f) -> str:
+    params = ", ".join(f"{k}={v}" for k, v in f.params.items())
+    return f"{f.benchmark} ({params}) on {f.machine}, {f.environment}"
+
+
+def _change(f) -> str:
+    return (f"{_level(f.before, f.unit)} -> {_level(f.after, f.unit)} (x{f.ratio:.3g}, "
+            f"{f.ratio - 1:+.1%}), p={f.p_value:.2g}")
+
+
+def _heading(report) -> str:
+    previous = f"previous check #{report.previous_check[0]} at {report.previous_check[1]}" \
+        if report.previous_check else "first check"
+    since = f", since {report.since}" if report.since else ""
+    return f"proofbench check: branch {report.branch}{since}, {report.series} series, {previous}"
+
+
+def _totals(report) -> str:
+    resolved = sum(1 for f in report.findings if f.state == "resolved")
+    return (f"{report.count('new', True)} new regression(s), {report.count('new', False)} new improvement(s), "
+            f"{report.count('open', True)} regression(s) still open, {resolved} resolved"
+            + ("" if report.recorded else " (not recorded)"))
+
+
+def text(report) -> str:
+    """The terminal report: one block per alert, new ones first."""
+    lines = [_heading(report)]
+    for f in report.findings:
+        lines.append(f"{f.state.upper():9} {f.kind:11} {_series(f)}")
+        lines.append(f"    starts at {f.commit.short} {f.commit.subject!r} (position {f.commit.position}); "
+                     f"{_change(f)}")
+        if f.resolved_at:
+            lines.append(f"    level back at {f.resolved_at.short} {f.resolved_at.subject!r}")
+    lines.append(_totals(report))
+    return "\n".join(lines)
+
+
+def _cell(value: str) -> str:
+    return value.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(report) -> str:
+    """The report as a Markdown table, for a pull request or an issue comment."""
+    lines = [f"### {_heading(report)}", "", _totals(report), ""]
+    if report.findings:
+        lines += ["| state | kind | series | commit | before | after | ratio | p |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for f in report.findings:
+            lines.append("| " + " | ".join(_cell(c) for c in (
+                f.state, f.kind, _series(f), f"`{f.commit.short}` {f.commit.subject}", _level(f.before, f.unit),
+                _level(f.after, f.unit), f"x{f.ratio:.3g}", f"{f.p_value:.2g}")) + " |")
+    return "\n".join(lines)
+
+
+def _commit_json(ref: CommitRef | None) -> dict | None:
+    if ref is None:
+        return None
+    return {"hash": ref.hash, "short": ref.short, "subject": ref.subject, "position": ref.position,
+            "authored_at": ref.authored_at, "committed_at": ref.committed_at}
+
+
+def _number(x: float) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+def finding_json(f: Finding) -> dict:
+    """One alert in the documented JSON format."""
+    return {
+        "id": f.id, "state": f.state, "kind": f.kind,
+        "series": {"machine": f.machine, "environment": f.environment, "benchmark": f.benchmark,
+                   "subject": f.subject, "metric": f.metric, "unit": f.unit,
+                   "higher_is_better": f.higher_is_better, "params": f.params},
+        "commit": _commit_json(f.commit), "previous_commit": _commit_json(f.previous),
+        "before": _number(f.before), "after": _number(f.after), "ratio": _number(f.ratio),
+        "p_value": _number(f.p_value), "score": _number(f.score),
+        "first_reported": {"check": f.first_check, "at": f.first_reported_at},
+        "resolved_at": _commit_json(f.resolved_at),
+    }
+
+
+def to_json(report: CheckReport) -> dict:
+    """The whole report in the documented, versioned JSON format (docs/nightly.md)."""
+    previous = report.previous_check
+    return {
+        "format": FORMAT, "version": FORMAT_VERSION, "status": "regression" if report.exit_code else "ok",
+        "exit_code": report.exit_code,
+        "check": {"id": report.check_id, "at": report.at, "branch": report.branch, "since": report.since,
+                  "recorded": report.recorded, "fail_on": report.fail_on,
+                  "previous": {"id": previous[0], "at": previous[1]} if previous else None},
+        "counts": {"series": report.series, "new_regressions": report.count("new", True),
+                   "new_improvements": report.count("new", False),
+                   "still_open_regressions": report.count("open", True),
+                   "still_open_improvements": report.count("open", False),
+                   "resolved": sum(1 for f in report.findings if f.state == "resolved")},
+        "alerts": [finding_json(f) for f in report.findings],
+    }
+
+
+def error_json(message: str, exit_code: int = 2) -> dict:
+    """The JSON a failed check prints (exit status 2, or 3 for an internal error), so bots always get an object."""
+    return {"format": FORMAT, "version": FORMAT_VERSION, "status": "error", "exit_code": exit_code, "error": message}

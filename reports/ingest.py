@@ -1,0 +1,13 @@
+"""What an ingest did, in words for the terminal."""
+from __future__ import annotations
+
+
+def summary(report) -> str:
+    """One line: files taken in, results written, files already known."""
+    return (f"ingested {len(report.ingested)} file(s), {report.rows} result(s); "
+            f"{len(report.unchanged)} already known")
+
+
+def refusals(report) -> list[str]:
+    """One line per refused file, naming it and what was wrong."""
+    return [f"refused {line}" for line in report.refused]
