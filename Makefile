@@ -4,7 +4,8 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 PROFILE ?= quick
 
-.PHONY: run test install install-test report evaluate-detect render-benchmark clean
+.PHONY: run test install install-test install-evaluate install-edivisive report evaluate-detect \
+	simulate-nightly detect-timing render-benchmark clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,9 +34,31 @@ report: install
 test: install-test
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
-# Benchmark scripts (not tests): the detector on synthetic histories, the report at scale.
-evaluate-detect: install
-	$(BIN)/python -m tools.detect_evaluation
+$(VENV)/.installed-evaluate: $(VENV)/.installed
+	$(BIN)/python -m pip install -q -e ".[evaluate]"
+	touch $@
+
+install-evaluate: $(VENV)/.installed-evaluate
+
+# MongoDB's e-divisive in its own environment (its pins clash with torch's); Python 3.11.
+EDIVISIVE_PYTHON ?= python3.11
+.venv-edivisive/bin/python:
+	$(EDIVISIVE_PYTHON) -m venv .venv-edivisive
+	.venv-edivisive/bin/python -m pip install -q "signal-processing-algorithms==2.1.6"
+
+install-edivisive: .venv-edivisive/bin/python
+
+# Benchmark scripts (not tests): the detector and its anchors on synthetic and real histories
+# (about 2 minutes on 2 cores; QUICK=1 for a smaller suite), the nightly check simulated with
+# re-measurement, detect() timed over 300 x 1000 points, the report at scale.
+evaluate-detect: install-evaluate install-edivisive
+	$(BIN)/python -m tools.detect_evaluation $(if $(QUICK),--quick)
+
+simulate-nightly: install
+	$(BIN)/python -m tools.nightly_simulation $(if $(QUICK),--quick)
+
+detect-timing: install
+	$(BIN)/python -m tools.detect_timing
 
 render-benchmark: install
 	$(BIN)/python -m tools.render_benchmark

@@ -5,7 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from proofbench.analysis.detect import ChangePoint, Tracker, _u_tail, detect
+from proofbench.analysis.detect import ChangePoint, detect
+from proofbench.analysis.shift import u_tail as _u_tail
+from proofbench.analysis.tracker import Tracker
 from proofbench.errors import InputError
 from tools import history_synth as synth
 
@@ -190,3 +192,106 @@ def test_generator_step_sizes_show_in_clean_histories():
         before = np.median(y[edges[j]:edges[j + 1]])
         after = np.median(y[edges[j + 1]:edges[j + 2]])
         assert after - before == pytest.approx(math.log(step.factor), abs=0.01)
+
+
+# The defects the first version had, each with the case that showed it.
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("third", [1.0, 2.0])
+def test_a_large_step_squeezed_near_the_start_and_a_neighbour_is_found(seed, third):
+    # 5 points, +50%, 8 points, then another boundary: the rank test of 5 against 8 points
+    # cannot reach alpha (its best p is 2 / C(13, 5) = 0.0016), so the shift carries it.
+    values = _noisy([1.0] * 5 + [1.5] * 8 + [third] * 30, cv=0.01, seed=seed)
+    found = [(cp.index, cp.direction) for cp in detect(values)]
+    assert (5, 1) in found
+    assert (13, 1 if third > 1.5 else -1) in found
+
+
+@pytest.mark.parametrize("size,cv,seeds,expected", [(0.05, 0.03, range(30), 21), (0.10, 0.08, range(30), 10)])
+def test_plain_steps_outside_a_drift_are_not_refused_as_lines(size, cv, seeds, expected):
+    # 60 commits a side, no drift: the step-or-line comparison only applies beside a slope
+    # (it refused all but 12 and 4 of these 30 before).
+    hits = sum(any(abs(cp.index - 60) <= 2 and cp.direction == 1
+                   for cp in detect(_noisy([1.0] * 60 + [1 + size] * 60, cv, seed)))
+               for seed in seeds)
+    assert hits >= expected
+
+
+def test_a_drift_is_still_not_a_staircase():
+    values = _noisy([1.0 + 0.0015 * i for i in range(200)], cv=0.02, seed=14)
+    assert detect(values) == []
+
+
+def test_the_tracker_does_not_alert_a_step_the_horizon_passes():
+    # A change-free 3% noise history on which the window's edge, passing, once made a
+    # 108-night-old commit look like a step.
+    h = synth.make_history(np.random.default_rng([77, 22, 1]), "gauss3", 300, (), "old")
+    tracker = Tracker()
+    raised = [(night, cp.index) for night, v in enumerate(h.values) for cp in tracker.add(v)]
+    assert all(night - index <= tracker.max_age for night, index in raised)
+
+
+def test_a_step_found_again_elsewhere_on_a_drift_is_not_alerted_twice():
+    # A drifting history whose -5% step at 138 was first found at 146, later at 138.
+    (h,) = [h for h in synth.generate(40, seed=99, models=("drift",), lengths=(150, 300))
+            if h.name == "drift-038"]
+    tracker = Tracker()
+    raised = [cp for v in h.values[:200] for cp in tracker.add(v)]
+    down = [cp.index for cp in raised if cp.direction == -1 and 130 <= cp.index <= 150]
+    assert len(down) == 1
+
+
+def test_values_at_or_below_zero_say_so_and_have_no_ratio():
+    (cp,) = detect([-1.0, -0.99] * 12 + [1.0, 1.01] * 12)
+    assert (cp.index, cp.direction, cp.log_scale) == (24, 1, False)
+    assert math.isnan(cp.ratio)
+    (pos,) = detect(_step())
+    assert pos.log_scale and pos.ratio == pytest.approx(pos.after / pos.before)
+
+
+def test_min_step_applies_to_the_estimated_size():
+    values = _step(factor=1.02, cv=0.002, seed=15)
+    (cp,) = detect(values, min_step=0.01)
+    assert cp.size == pytest.approx(0.02, abs=0.003)
+    assert detect(values) == []  # the default 3% stops a 2% step
+    (big,) = detect(_step(factor=0.9))
+    assert big.size == pytest.approx(0.10, abs=0.01)
+
+
+def test_alpha_is_the_rank_tests_level():
+    values = _noisy([1.0] * 30 + [1.04] * 30, cv=0.02, seed=16)
+    (cp,) = detect(values)
+    assert cp.p_value < 1e-3
+    for alpha in (1e-3, 1e-6, 1e-9):  # with long sides the rank test can reach any of these
+        assert all(c.p_value <= alpha for c in detect(values, alpha=alpha))
+    assert detect(values, alpha=1e-15) == []
+
+
+def test_a_step_with_one_point_after_it_is_suspected_not_alerted():
+    values = _noisy([1.0] * 40 + [1.10], cv=0.01, seed=17)
+    assert detect(values) == []
+    (cp,) = detect(values, suspected=True)
+    assert (cp.index, cp.direction, cp.suspected, cp.points_after) == (40, 1, True, 1)
+
+
+def test_an_undecided_step_stops_being_suspected_once_decided():
+    values = _noisy([1.0] * 40 + [1.10] * 6, cv=0.01, seed=18)
+    found = detect(values, suspected=True)
+    assert [(cp.index, cp.suspected) for cp in found] == [(40, False)]
+
+
+def test_no_suspect_on_a_quiet_history():
+    values = _noisy([1.0] * 60, cv=0.01, seed=19)
+    assert detect(values, suspected=True) == []
+
+
+def test_tracker_accepts_and_rejects_suspects():
+    values = _noisy([1.0] * 40 + [1.10], cv=0.01, seed=17)
+    tracker = Tracker(history=values[:-1])
+    assert tracker.add(values[-1]) == [] and len(tracker.suspected) == 1
+    alert = tracker.accept(tracker.suspected[0])
+    assert alert.index == 40 and not alert.suspected and tracker.alerts == (alert,)
+    other = Tracker(history=values[:-1])
+    other.add(values[-1])
+    other.reject(other.suspected[0], 38, 40)
+    assert other.add(1.10 * math.exp(0.001)) == [] or other.suspected == ()

@@ -22,7 +22,7 @@ a nightly job sees each new level for 5 nights after the night it arrives.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -54,13 +54,41 @@ class Step:
 
 
 @dataclass(frozen=True)
+class Noise:
+    """One history's noise: `cv` of a commit's value inside its mode; `slow` and `gap`, the
+    chance of a run in the slow mode and how much slower it is (bimodal); `rate`, the drift
+    per commit (drift); outliers come at OUTLIER_RATE, 1.5-3x slower."""
+
+    model: str
+    cv: float
+    slow: float = 0.0
+    gap: float = 0.0
+    rate: float = 0.0
+
+    @property
+    def noise_cv(self) -> float:
+        """The CV a detector sees through (see `History`)."""
+        return math.sqrt(self.cv**2 + self.slow * (1 - self.slow) * self.gap**2)
+
+    def offset(self, rng: np.random.Generator, index: int) -> float:
+        """The log offset of one run of commit `index` that is not the step signal."""
+        if self.model == "outliers" and rng.random() < OUTLIER_RATE:
+            return math.log(rng.uniform(1.5, 3.0))
+        if self.model == "bimodal" and rng.random() < self.slow:
+            return math.log1p(self.gap)
+        return self.rate * index
+
+
+@dataclass(frozen=True)
 class History:
     """One synthetic benchmark history and its ground truth.
 
     `noise_cv` is the per-commit noise a detector has to see through, used to call a step
     detectable (step size >= 3 x noise_cv): the CV for the Gaussian, outlier and drift
     models (outliers and drift are rare or slow), and for ``bimodal`` the standard
-    deviation of the two-mode mixture, sqrt(cv^2 + p(1-p) gap^2).
+    deviation of the two-mode mixture, sqrt(cv^2 + p(1-p) gap^2). `base`: the level before
+    any step; `share`: the share of a value's variance that is run-to-run; `params`: the noise
+    parameters (`run` draws a fresh run of any commit from them).
     """
 
     name: str
@@ -69,6 +97,9 @@ class History:
     values: tuple[float, ...]
     samples: tuple[tuple[float, ...], ...]
     steps: tuple[Step, ...]
+    base: float = 1.0
+    share: float = 0.5
+    params: Noise | None = None
 
     def __len__(self) -> int:
         return len(self.values)
@@ -117,16 +148,32 @@ def _model_rng(seed: int, model: str) -> np.random.Generator:
 def make_history(rng: np.random.Generator, model: str, length: int, steps: tuple[Step, ...],
                  name: str) -> History:
     """One history of `length` commits with the given steps under `model`'s noise."""
-    truth = np.zeros(length)  # log of the true level, relative to the base
-    for step in steps:
-        truth[step.index:] += math.log(step.factor)
-    run_level, cv, noise_cv = _run_noise(rng, model, length)
+    noise = _noise(rng, model)
     base = math.exp(rng.uniform(math.log(1e-4), math.log(1.0)))
-    level = base * np.exp(truth + run_level)
-    samples = _samples(rng, level, cv)
+    share = rng.uniform(0.2, 0.8)  # of the value's variance that is run-to-run
+    h = History(name, model, noise.noise_cv, (), (), steps, base, share, noise)
+    samples = [run(h, i, rng) for i in range(length)]
     values = tuple(float(np.median(s)) for s in samples)
-    return History(name, model, noise_cv, values, tuple(tuple(map(float, s)) for s in samples),
-                   steps)
+    return replace(h, values=values, samples=tuple(tuple(map(float, s)) for s in samples))
+
+
+def level(history: History, index: int) -> float:
+    """The true level of commit `index` (the base with every step up to it)."""
+    return history.base * math.prod(s.factor for s in history.steps if s.index <= index)
+
+
+def run(history: History, index: int, rng: np.random.Generator) -> np.ndarray:
+    """One run of commit `index`: 5-10 samples whose median has the model's noise. A
+    run-level part (and the model's outlier, slow mode or drift) is shared by the samples of
+    the run, a within-run part is not; the share of each is the history's. Called again, it is
+    a re-measurement of that commit: fresh samples from the same noise model."""
+    n = history.params
+    k = int(rng.integers(SAMPLES_PER_COMMIT[0], SAMPLES_PER_COMMIT[1] + 1))
+    between = n.cv * math.sqrt(history.share)
+    # The median of k normal samples has variance ~ (pi/2) sigma^2 / k.
+    within = n.cv * math.sqrt((1 - history.share) * k / (math.pi / 2))
+    centre = level(history, index) * math.exp(n.offset(rng, index) + rng.normal(0.0, between))
+    return centre * np.exp(rng.normal(0.0, within, k))
 
 
 def _place_steps(rng: np.random.Generator, length: int, n_steps: int) -> tuple[Step, ...]:
@@ -145,40 +192,16 @@ def _place_steps(rng: np.random.Generator, length: int, n_steps: int) -> tuple[S
     return tuple(steps)
 
 
-def _run_noise(rng: np.random.Generator, model: str, length: int
-               ) -> tuple[np.ndarray, float, float]:
-    """Log offsets of each commit's run that are not the step signal (modes, outliers,
-    drift), the Gaussian CV of the run's value, and the history's `noise_cv`."""
-    offset = np.zeros(length)
+def _noise(rng: np.random.Generator, model: str) -> Noise:
+    """The parameters of one history's noise under `model`."""
     if model in _GAUSS_CV:
-        cv = _GAUSS_CV[model]
-        return offset, cv, cv
+        return Noise(model, _GAUSS_CV[model])
     cv = _BASE_CV[model]
     if model == "outliers":
-        hit = rng.random(length) < OUTLIER_RATE
-        offset[hit] = np.log(rng.uniform(1.5, 3.0, hit.sum()))
-        return offset, cv, cv
+        return Noise(model, cv)
     if model == "bimodal":
-        p, gap = rng.uniform(0.10, 0.35), rng.uniform(0.05, 0.15)
-        offset[rng.random(length) < p] = math.log1p(gap)
-        return offset, cv, math.sqrt(cv**2 + p * (1 - p) * gap**2)
-    rate = rng.uniform(0.0005, 0.001) * rng.choice((-1, 1))
-    return rate * np.arange(length), cv, cv
-
-
-def _samples(rng: np.random.Generator, level: np.ndarray, cv: float) -> list[np.ndarray]:
-    """Per-commit samples whose median has noise CV `cv`: a run-level part shared by the
-    samples of a run and a within-run part, split by a share drawn for the history."""
-    share = rng.uniform(0.2, 0.8)  # of the value's variance that is run-to-run
-    out = []
-    for lv in level:
-        k = int(rng.integers(SAMPLES_PER_COMMIT[0], SAMPLES_PER_COMMIT[1] + 1))
-        between = cv * math.sqrt(share)
-        # The median of k normal samples has variance ~ (pi/2) sigma^2 / k.
-        within = cv * math.sqrt((1 - share) * k / (math.pi / 2))
-        run = lv * math.exp(rng.normal(0.0, between))
-        out.append(run * np.exp(rng.normal(0.0, within, k)))
-    return out
+        return Noise(model, cv, slow=rng.uniform(0.10, 0.35), gap=rng.uniform(0.05, 0.15))
+    return Noise(model, cv, rate=rng.uniform(0.0005, 0.001) * rng.choice((-1, 1)))
 
 
 def detectable(step: Step, history: History) -> bool:
