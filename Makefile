@@ -12,18 +12,26 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 # torch is pinned to the CPU build on disk; GPU users: see README ("GPU machines").
-$(VENV)/.installed: pyproject.toml $(BIN)/python
+$(VENV)/.deps: pyproject.toml $(BIN)/python
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e ".[postgres]"
+	$(BIN)/python -m pip install -q ".[postgres]"
 	touch $@
 
-$(VENV)/.installed-test: $(VENV)/.installed
-	$(BIN)/python -m pip install -q -e ".[test]"
+$(VENV)/.deps-test: $(VENV)/.deps
+	$(BIN)/python -m pip install -q ".[postgres,test]"
+	touch $@
+
+# proofbench itself, installed as a user gets it (a regular install, no editable hooks), and
+# installed again whenever a source file changes; build/ is cleared so a removed module goes too.
+SOURCES := $(shell git ls-files -- harness db reports subjects pyproject.toml 2>/dev/null)
+$(VENV)/.installed: $(VENV)/.deps $(SOURCES)
+	rm -rf build
+	$(BIN)/python -m pip install -q --no-deps --force-reinstall .
 	touch $@
 
 install: $(VENV)/.installed
 
-install-test: $(VENV)/.installed-test
+install-test: $(VENV)/.deps-test $(VENV)/.installed
 
 run: install
 	$(BIN)/proofbench run --profile $(PROFILE)
@@ -35,7 +43,7 @@ test: install-test
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 $(VENV)/.installed-evaluate: $(VENV)/.installed
-	$(BIN)/python -m pip install -q -e ".[evaluate]"
+	$(BIN)/python -m pip install -q ".[evaluate]"
 	touch $@
 
 install-evaluate: $(VENV)/.installed-evaluate
@@ -64,4 +72,4 @@ render-benchmark: install
 	$(BIN)/python -m tools.render_benchmark
 
 clean:
-	rm -rf .asv reports/site db/proofbench.sqlite*
+	rm -rf .asv .proofbench build reports/site db/proofbench.sqlite*
