@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import proofbench.db.alerts  # noqa: F401  (its tables belong to the schema too)
+import proofbench.db.profiles  # noqa: F401  (so do these)
 from alembic import context
 from proofbench.db.models import Base
 

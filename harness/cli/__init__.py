@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from proofbench.cli import (
+    calibrate,
     check,
     compare,
     db,
@@ -17,12 +18,13 @@ from proofbench.cli import (
     history,
     ingest,
     machine,
+    profile,
     report,
     run,
 )
 from proofbench.errors import ProofbenchError
 
-COMMANDS = (run, history, check, ingest, report, compare, machine, generate, db)
+COMMANDS = (run, history, check, ingest, report, compare, machine, calibrate, profile, generate, db)
 
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
 

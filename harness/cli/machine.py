@@ -17,7 +17,7 @@ def add_parser(sub) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from proofbench.cli.common import engine
-    from proofbench.db.fleet import machine_history, store_machine
+    from proofbench.db.fleet import store_captured
     from proofbench.machine.capture import capture, fingerprint
     from proofbench.pipeline import runner
     from sqlalchemy.orm import Session
@@ -28,9 +28,8 @@ def handle(args: argparse.Namespace) -> int:
     runner.write_machine_files(profile, layout)
     document = {"fingerprint": fingerprint(profile), **profile.to_dict()}
     with Session(db) as session, session.begin():
-        known = {m.id for m in machine_history(session, profile.name)}
-        row = store_machine(session, profile.name, document["fingerprint"], document)
-        message = _stored_message(row, row.id not in known)
+        row, created = store_captured(session, profile)
+        message = _stored_message(row, created)
     print(json.dumps(document, indent=2, sort_keys=True))
     console.print(f"asv machine file: {layout.home / '.asv-machine.json'}")
     if profile.gpu_note:
