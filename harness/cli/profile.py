@@ -26,6 +26,8 @@ def add_parser(sub) -> None:
     parser.add_argument("--out", type=Path, default=None, help="output directory (default: reports/site/profiles)")
     parser.add_argument("--energy-seconds", type=float, default=1.0,
                         help="seconds of repeated calls over which energy is read (default 1)")
+    parser.add_argument("--cache", type=Path, default=None, help="where subjects build their on-disk fixtures "
+                        "(default: .proofbench/profile-cache)")
     parser.add_argument("--name", default=None, help="asv's machine name (default: the hostname)")
     add_db_option(parser)
     parser.set_defaults(handler=handle)
@@ -70,7 +72,8 @@ def handle(args: argparse.Namespace) -> int:
     size = subject.size(args.size or run.sizes[0]).name
     variants = tuple(subject.variant(v).name for v in args.variant or ())
     out_dir = (args.out or SITE_DIR / "profiles") / slug(subject.key) / slug(size)
-    settings = Settings(run.device, run.torch_threads, args.energy_seconds, project.ROOT / ".proofbench" / "profile-cache")
+    cache = args.cache or project.ROOT / ".proofbench" / "profile-cache"
+    settings = Settings(run.device, run.torch_threads, args.energy_seconds, cache)
     console.print(f"profiling {subject.key} at size {size} ({run.device}, {run.torch_threads} thread(s)) ...")
     found = profile_subject(subject, size, out_dir, settings, variants)
     _write_summary(out_dir / "summary.json", run, found)
