@@ -41,6 +41,16 @@ def test_a_linear_layer_forward_and_backward():
     assert count.total == 3 * 2 * 16 * 32 * 8 and count.dominant() == "float32"
 
 
+def test_composite_ops_under_inference_mode_are_decomposed_and_counted():
+    layer, q = torch.nn.Linear(64, 32), torch.randn(1, 2, 8, 16)
+    with torch.inference_mode():
+        count, _ = count_flops(lambda: (layer(torch.randn(8, 64)),
+                                        torch.nn.functional.scaled_dot_product_attention(q, q, q)))
+    assert count.ops == {"aten.addmm": 2 * 8 * 64 * 32,
+                         "aten._scaled_dot_product_flash_attention_for_cpu": 2 * (2 * 2 * 8 * 8 * 16)}
+    assert count.uncounted == ()
+
+
 def test_autocast_files_the_matmuls_under_bfloat16():
     layer, x = torch.nn.Linear(64, 64), torch.randn(8, 64)
     with torch.autocast("cpu", dtype=torch.bfloat16):

@@ -78,15 +78,23 @@ def _formula(packet: Any) -> Callable[..., int] | None:
 
 
 def _mode(by_dtype: Counter, ops: Counter, uncounted: set[str]):
+    import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class _PerDtype(TorchDispatchMode):
-        # The formulas take the call's arguments and its output, as FlopCounterMode passes them.
+        # As FlopCounterMode: an op without a formula is decomposed where it can be (under
+        # inference_mode, composite ops such as linear reach the mode whole), and the formulas
+        # take the call's arguments and its output.
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            out = func(*args, **kwargs)
             packet = func._overloadpacket
             formula = _formula(packet)
+            if formula is None and func is not torch.ops.prim.device.default:
+                with self:
+                    decomposed = func.decompose(*args, **kwargs)
+                if decomposed is not NotImplemented:
+                    return decomposed
+            out = func(*args, **kwargs)
             if formula is not None:
                 count = int(formula(*args, **kwargs, out_val=out))
                 by_dtype[_first_tensor_dtype(args, kwargs)] += count
