@@ -19,6 +19,7 @@ from proofbench.analysis.limits import Energy, Limit, energy, limit
 from proofbench.db.profiles import CalibrationRow, VariantProfileRow
 from proofbench.errors import InputError
 from proofbench.machine.calibrate import DTYPES, Calibration
+from proofbench.measure.noise import BUSY_CORES
 from proofbench.reports import formatting as fmt
 from proofbench.reports.output import SiteWriter, slug
 
@@ -160,7 +161,7 @@ def calibration_rows(machine_ids: list[int], rows: list[CalibrationRow]) -> list
         found = {r.machine_id: r for r in rows if (r.device, r.threads) == (device, threads)}
         documents = {m: _document(r) for m, r in found.items()}
         where = f"{device}, {threads} thread{'s' if threads != 1 else ''}"
-        out.append((f"calibrated ({where})", [fmt.when(found[m].measured_at) if m in found else "—"
+        out.append((f"calibrated ({where})", [_when(found[m], documents[m]) if m in found else "—"
                                              for m in machine_ids]))
         for dtype in DTYPES:
             out.append((f"{dtype} matmul peak ({where})", [_peak_text(documents[m], dtype) if documents.get(m)
@@ -168,6 +169,14 @@ def calibration_rows(machine_ids: list[int], rows: list[CalibrationRow]) -> list
         out.append((f"memory bandwidth ({where})", [_bandwidth_text(documents[m]) if documents.get(m) else "—"
                                                     for m in machine_ids]))
     return out
+
+
+def _when(row: CalibrationRow, calibration: Calibration | None) -> str:
+    load = calibration.other_load_cores if calibration is not None else None
+    if load is None:
+        return fmt.when(row.measured_at)
+    busy = "; the machine was busy, so these peaks may read low" if load > BUSY_CORES else ""
+    return f"{fmt.when(row.measured_at)} · other processes used {load:.2f} cores meanwhile{busy}"
 
 
 def _document(row: CalibrationRow) -> Calibration | None:
@@ -243,4 +252,8 @@ def calibration_lines(calibration: Calibration) -> list[str]:
     """A calibration as lines of text, for the console."""
     where = f"{calibration.device}, {calibration.threads} thread(s), torch {calibration.torch_version}"
     lines = [f"{dtype} matmul peak ({where}): {_peak_text(calibration, dtype)}" for dtype in DTYPES]
-    return lines + [f"memory bandwidth ({where}): {_bandwidth_text(calibration)}"]
+    lines.append(f"memory bandwidth ({where}): {_bandwidth_text(calibration)}")
+    if calibration.other_load_cores is not None:
+        lines.append(f"other processes used {calibration.other_load_cores:.2f} cores meanwhile"
+                     + (" (busy: the peaks may read low)" if calibration.other_load_cores > BUSY_CORES else ""))
+    return lines

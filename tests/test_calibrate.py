@@ -95,6 +95,7 @@ def test_calibration_figures_are_positive_with_raw_repeats_kept(measured):
     for dtype in ("bfloat16", "int8"):  # measured where the build runs it, else the reason is kept
         assert (measured.peak(dtype) is not None and measured.peak(dtype).rate > 0) != (dtype in measured.unavailable)
     assert torch.get_num_threads() == before  # the thread count is restored
+    assert measured.other_load_cores is not None and measured.other_load_cores >= 0  # the rest of the machine, kept
 
 
 def test_calibration_round_trips_and_refuses_another_format(measured):

@@ -139,7 +139,7 @@ def _calibration_document() -> dict:
     n, copied = 256, 2**28
     timings = (Timing("matmul", "float32", n, 2.0 * n**3, (2.0 * n**3 / 100e9, 2.0 * n**3 / 90e9)),
                Timing("copy", "bytes", copied, 2.0 * copied, (2.0 * copied / 20e9,)))
-    return Calibration("cpu", 1, "2.13.0+cpu", timings, {"float16": "not available here: test"}).to_dict()
+    return Calibration("cpu", 1, "2.13.0+cpu", timings, {"float16": "not available here: test"}, 1.5).to_dict()
 
 
 def _trace(traces: Path | None, subject: str, variant: str) -> str:
@@ -451,6 +451,7 @@ def test_machines_page_shows_the_calibrations(site):
     assert "Measured limits" in html and "float32 matmul peak (cpu, 1 thread)" in html
     assert "100 GFLOP/s (n=256" in html and "10% below best" in html
     assert "not available here: test" in html and "memory bandwidth (cpu, 1 thread)" in html
+    assert "other processes used 1.50 cores meanwhile; the machine was busy" in html
 
 
 def test_profile_traces_that_are_gone_are_said_to_be_missing(db_url, tmp_path):

@@ -52,21 +52,16 @@ def _write_summary(path: Path, run, found) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from proofbench import project
-    from proofbench.db.fleet import store_captured
-    from proofbench.db.profiles import find_calibration, profile_row
     from proofbench.errors import InputError
-    from proofbench.machine.capture import capture
     from proofbench.measure.variant_profile import Settings, profile_subject
     from proofbench.profile import get_profile
     from proofbench.registry import load
     from proofbench.reports.output import slug
-    from proofbench.reports.profiles import terminal_tables, views
     from proofbench.reports.render import SITE_DIR
-    from sqlalchemy.orm import Session
 
     if not args.energy_seconds > 0:
         raise InputError(f"--energy-seconds {args.energy_seconds}: expected a positive number of seconds")
-    db = engine(args)
+    db = engine(args)  # first: an unreachable database stops the command before it measures anything
     subject = load().get(args.subject)
     run = get_profile(args.profile)
     size = subject.size(args.size or run.sizes[0]).name
@@ -77,8 +72,21 @@ def handle(args: argparse.Namespace) -> int:
     console.print(f"profiling {subject.key} at size {size} ({run.device}, {run.torch_threads} thread(s)) ...")
     found = profile_subject(subject, size, out_dir, settings, variants)
     _write_summary(out_dir / "summary.json", run, found)
+    _store_and_show(db, args.name, run, found)
+    console.print(f"traces and summary: {out_dir}")
+    return 0
+
+
+def _store_and_show(db, name: str | None, run, found) -> None:
+    # One row per variant on this machine's row; the tables set them against its calibration.
+    from proofbench.db.fleet import store_captured
+    from proofbench.db.profiles import find_calibration, profile_row
+    from proofbench.machine.capture import capture
+    from proofbench.reports.profiles import terminal_tables, views
+    from sqlalchemy.orm import Session
+
     with Session(db) as session, session.begin():
-        machine, _ = store_captured(session, capture(args.name))
+        machine, _ = store_captured(session, capture(name))
         commit = _commit()
         rows = [profile_row(machine.id, p, run.device, run.torch_threads, commit) for p in found]
         session.add_all(rows)
@@ -89,5 +97,3 @@ def handle(args: argparse.Namespace) -> int:
     if calibration is None:
         console.print(f"no calibration at {run.device}, {run.torch_threads} thread(s): `proofbench calibrate "
                       f"--profile {run.name}` measures the peaks the shares are set against")
-    console.print(f"traces and summary: {out_dir}")
-    return 0

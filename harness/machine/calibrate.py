@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from proofbench.errors import DeclarationError, InputError
+from proofbench.measure.noise import OtherLoad
 from proofbench.measure.timer import sync_clock
 
 FORMAT_VERSION = 1
@@ -82,6 +83,7 @@ class Calibration:
     torch_version: str
     timings: tuple[Timing, ...]
     unavailable: dict[str, str]  # dtype (or "copy") -> why it was not measured
+    other_load_cores: float | None = None  # CPU other processes used meanwhile: a busy machine lowers peaks
 
     def peak(self, dtype: str) -> Peak | None:
         """The matmul peak of `dtype` (operations per second), or None when it was not measured."""
@@ -101,6 +103,7 @@ class Calibration:
         """A JSON-safe dict with a format version; `from_dict` reads it back."""
         return {"format": FORMAT_VERSION, "device": self.device, "threads": self.threads,
                 "torch_version": self.torch_version, "unavailable": dict(self.unavailable),
+                "other_load_cores": self.other_load_cores,
                 "timings": [{"kind": t.kind, "dtype": t.dtype, "size": t.size, "work": t.work,
                              "seconds": list(t.seconds)} for t in self.timings]}
 
@@ -114,7 +117,7 @@ class Calibration:
             timings = tuple(Timing(t["kind"], t["dtype"], int(t["size"]), float(t["work"]),
                                    tuple(float(s) for s in t["seconds"])) for t in data["timings"])
             return cls(data["device"], int(data["threads"]), data["torch_version"], timings,
-                       dict(data["unavailable"]))
+                       dict(data["unavailable"]), data.get("other_load_cores"))
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"calibration: missing or malformed field ({exc})") from None
 
@@ -184,16 +187,17 @@ def calibrate(device: str = "cpu", threads: int = 1, *, dtypes: tuple[str, ...] 
                                f"and sizes non-empty; got dtypes={dtypes}, repeats={repeats}, threads={threads}")
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
+    timings: list[Timing] = []
+    unavailable: dict[str, str] = {}
     try:
-        timings: list[Timing] = []
-        unavailable: dict[str, str] = {}
-        for dtype in dtypes:
-            reason = _unsupported(torch, dtype, device)
-            if reason:
-                unavailable[dtype] = reason
-            else:
-                timings += _matmuls(torch, dtype, device, sizes, repeats, clock, max_call_seconds)
-        timings.append(_copy(torch, device, copy_bytes, repeats, clock))
+        with OtherLoad() as load:
+            for dtype in dtypes:
+                reason = _unsupported(torch, dtype, device)
+                if reason:
+                    unavailable[dtype] = reason
+                else:
+                    timings += _matmuls(torch, dtype, device, sizes, repeats, clock, max_call_seconds)
+            timings.append(_copy(torch, device, copy_bytes, repeats, clock))
     finally:
         torch.set_num_threads(before)
-    return Calibration(device, threads, torch.__version__, tuple(timings), unavailable)
+    return Calibration(device, threads, torch.__version__, tuple(timings), unavailable, load.cores)

@@ -18,11 +18,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from proofbench.declare import Metric
 from proofbench.errors import DeclarationError, InputError
 from proofbench.machine.nvml import load_nvml
 
-ENERGY = Metric("energy", "joules", higher_is_better=False)
 POWERCAP = Path("/sys/class/powercap")
 RAPL_CAVEAT = ("RAPL counts the whole CPU package (cores, caches, uncore; DRAM not included): "
                "every process running on it is in the figure, not only this work")
@@ -183,6 +181,11 @@ class EnergyMeter:
         self._start = self._source.read() if self._source else None
         self._began = self._clock()
         return self
+
+    @property
+    def measurable(self) -> bool:
+        """True inside the block when a counter is being read (False: `reading` will give the reason)."""
+        return self._source is not None
 
     def __exit__(self, *exc: object) -> None:
         seconds = self._clock() - self._began

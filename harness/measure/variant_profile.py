@@ -100,10 +100,11 @@ def _reason(exc: BaseException) -> str:
 
 def _energy(call: Callable[[], Any], settings: Settings) -> tuple[EnergyReading, int]:
     # Enough calls to span `energy_seconds`: counters tick every millisecond (RAPL) or slower.
+    # Without a counter there is nothing to spend the calls on.
     calls = 0
     with EnergyMeter(settings.device, powercap=settings.powercap, nvml=settings.nvml) as meter:
         start = sync_clock()
-        while calls == 0 or sync_clock() - start < settings.energy_seconds:
+        while meter.measurable and (calls == 0 or sync_clock() - start < settings.energy_seconds):
             call()
             calls += 1
     return meter.reading, calls
