@@ -144,3 +144,31 @@ def test_subjects_declare_what_bounds_them():
     assert {"loading.lmdb_read", "loading.fasta_to_lmdb", "tokenization.batch_tokenize",
             "tokenization.padding_strategy"} <= data
     assert registry.get("training.mixed_precision").bound == "compute"
+
+
+def test_sampled_stacks_become_nested_complete_events():
+    from proofbench.measure.profiler import chrome_trace
+
+    a, b, c = "outer\x00/x/a.py\x001", "inner\x00/x/a.py\x009", "other\x00/x/b.py\x003"
+    events = chrome_trace([((a, b), 0.001), ((a, b), 0.001), ((a,), 0.002), ((a, c), 0.001), ((), 0.001)],
+                          pid=7)["traceEvents"]
+    spans = {(e["name"], round(e["ts"])): e["dur"] for e in events if e["ph"] == "X"}
+    assert spans == {("inner", 0): pytest.approx(2000), ("other", 4000): pytest.approx(1000),
+                     ("outer", 0): pytest.approx(5000)}  # microseconds; the parent spans its children
+    assert events[0] == {"name": "process_name", "ph": "M", "pid": 7, "tid": 0, "args": {"name": "python (sampled)"}}
+
+
+def test_torch_rows_leave_out_memory_bookkeeping_and_sort_by_device_time_on_a_gpu():
+    from types import SimpleNamespace
+
+    from proofbench.measure.profiler import _torch_rows
+
+    def event(key, cpu, device):
+        return SimpleNamespace(key=key, count=2, self_cpu_time_total=cpu, cpu_time_total=cpu * 2,
+                               self_device_time_total=device, self_cpu_memory_usage=64)
+
+    averages = [event("aten::mm", 10.0, 900.0), event("[memory]", 0.0, 0.0), event("aten::copy_", 500.0, 5.0)]
+    assert [r.name for r in _torch_rows(averages, device=False)] == ["aten::copy_", "aten::mm"]
+    gpu = _torch_rows(averages, device=True)
+    assert [r.name for r in gpu] == ["aten::mm", "aten::copy_"] and gpu[0].self_device_seconds == pytest.approx(9e-4)
+    assert gpu[0].self_seconds == pytest.approx(1e-5) and gpu[0].calls == 2 and gpu[0].self_memory_bytes == 64
