@@ -78,7 +78,7 @@ def _limit(row: VariantProfileRow, calibration: CalibrationRow | None, figures: 
         return None
     measured = figures.variant(row.variant) if figures is not None else None
     median = measured.time.median if measured is not None and measured.time is not None else None
-    document = Calibration.from_dict(calibration.document) if calibration is not None else None
+    document = _document(calibration) if calibration is not None else None
     return limit(row.variant, row.bound, row.flops or {}, row.bytes_moved, document, median, row.call_seconds)
 
 
@@ -111,9 +111,14 @@ def _variant(row: VariantProfileRow, calibrations: list[CalibrationRow], figures
                              row.energy_reason))
 
 
-def _order(rows: list[VariantProfileRow], declared: list[str]) -> list[VariantProfileRow]:
-    rank = {name: i for i, name in enumerate(declared)}
-    return sorted(rows, key=lambda r: (r.variant != "baseline", rank.get(r.variant, len(rank)), r.variant))
+def _order(rows: list[VariantProfileRow], found: SubjectFigures | None) -> list[VariantProfileRow]:
+    # One row per variant: profiled at the results' thread count where there is one, the newest.
+    threads = next((v.threads for v in found.variants if v.threads), None) if found is not None else None
+    newest: dict[str, VariantProfileRow] = {}
+    for row in sorted(rows, key=lambda r: (r.threads == threads, r.id or 0)):
+        newest[row.variant] = row
+    rank = {v.variant: i for i, v in enumerate(found.variants)} if found is not None else {}
+    return sorted(newest.values(), key=lambda r: (r.variant != "baseline", rank.get(r.variant, len(rank)), r.variant))
 
 
 def views(profiles: list[VariantProfileRow], calibrations: list[CalibrationRow],
@@ -127,8 +132,7 @@ def views(profiles: list[VariantProfileRow], calibrations: list[CalibrationRow],
     out = {}
     for key, rows in grouped.items():
         found = figures(key[1], key[0], key[2])
-        declared = [v.variant for v in found.variants] if found is not None else []
-        variants = [_variant(r, calibrations, found, writer) for r in _order(rows, declared)]
+        variants = [_variant(r, calibrations, found, writer) for r in _order(rows, found)]
         ok = [v.row for v in variants if v.row.status == "ok"]
         out[key] = ProfileView(key[0], key[1], key[2], tuple(variants), tuple(r.variant for r in ok),
                                operator_lines([r.operators for r in ok]),

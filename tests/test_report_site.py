@@ -168,6 +168,12 @@ def _why(session: Session, machine: Machine, traces: Path | None) -> None:
             operators=[{"name": n, "calls": None, "self_seconds": t, "total_seconds": t, "self_device_seconds": None,
                         "self_memory_bytes": None} for n, t in rows],
             traces={"python": _trace(traces, "loading.lmdb_read", variant)}))
+    # profiled again at another thread count than the results': not the one the page sets against them
+    session.add(VariantProfileRow(machine=machine, subject="loading.lmdb_read", size="small", variant="baseline",
+                                  device="cpu", threads=2, status="ok", bound="data", kind="python",
+                                  operators=[{"name": "stale_at_two_threads", "calls": None, "self_seconds": 1.0,
+                                              "total_seconds": 1.0, "self_device_seconds": None,
+                                              "self_memory_bytes": None}]))
     hostile = "inference." + HOSTILE_SUBJECT
     for variant, flops in (("baseline", 0.5e9), ("optimized", 2e9)):  # 50 and 200 GFLOP/s at 10 ms a call
         session.add(VariantProfileRow(
@@ -433,6 +439,7 @@ def test_subject_page_links_traces_and_shows_operators_side_by_side(site):
     table = table[:table.index("</table>")]
     assert table.index("Transaction.get") < table.index("batches (subjects/lmdb_store.py:183)")  # baseline order
     assert "1.5 ms" in table and "—" in table  # an operator absent from the other variant's top rows
+    assert "stale_at_two_threads" not in html  # the profile at the results' thread count is the one shown
     # data-bound: bytes/s of the newest results' median against the 20 GB/s copy
     assert "of this machine&#39;s measured memory bandwidth" in html and "median of the newest results" in html
     assert "not measurable here" in html and "no RAPL: test machine" in html
