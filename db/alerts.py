@@ -25,6 +25,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from proofbench.db.models import Base, Benchmark, Commit, Environment, Machine
 
+
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 

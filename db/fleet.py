@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from proofbench.db.models import Machine
 from proofbench.db.rows import insert_or_get
 from proofbench.errors import DatabaseError
+from proofbench.machine.capture import MachineProfile, fingerprint
 
 
 def latest_machine(session: Session, name: str) -> Machine | None:
@@ -48,3 +49,11 @@ def store_machine(session: Session, name: str, fingerprint: str, profile: dict[s
 
 def _find(session: Session, name: str, fingerprint: str) -> Machine | None:
     return session.scalar(select(Machine).where(Machine.name == name, Machine.fingerprint == fingerprint))
+
+
+def store_captured(session: Session, profile: MachineProfile) -> tuple[Machine, bool]:
+    """The row of a machine profile captured here (filed under its fingerprint), and whether it is new."""
+    document = {"fingerprint": fingerprint(profile), **profile.to_dict()}
+    known = {m.id for m in machine_history(session, profile.name)}
+    row = store_machine(session, profile.name, document["fingerprint"], document)
+    return row, row.id not in known

@@ -17,6 +17,9 @@ from proofbench.errors import DeclarationError
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 # Every subject declares these sizes; profiles pick among them (tiny: tests and smoke runs).
 SIZE_NAMES = ("tiny", "small", "large")
+# What limits a subject: arithmetic (its FLOP/s is set against the machine's matmul peak) or
+# moving data (its bytes/s against the machine's memory bandwidth).
+BOUNDS = ("compute", "data")
 
 
 @dataclass(frozen=True)
@@ -153,7 +156,9 @@ class Subject:
     """One optimization claim made runnable: a workload and two or more variants.
 
     The first variant named `baseline` is the reference every other variant is compared
-    with. `workload_version` must change whenever the work itself changes (sizes, data,
+    with. `bound` says what limits the work, "compute" or "data"; a data-bound subject
+    declares `bytes_moved(workload_inputs, output)`, the bytes one call reads and writes,
+    so its bytes/s can be set against the machine's measured memory bandwidth. `workload_version` must change whenever the work itself changes (sizes, data,
     model shapes) so asv history stays comparable; a variant's implementation may change
     freely without it.
     """
@@ -172,6 +177,8 @@ class Subject:
     track_memory: bool = False
     timeout: float = 120.0
     notes: str = ""
+    bound: str = "compute"
+    bytes_moved: Callable[[Any, Any], float] | None = None
 
     def __post_init__(self) -> None:
         where = f"subject {self.area}.{self.name}"
@@ -191,6 +198,10 @@ class Subject:
             missing = ", ".join(n for n in SIZE_NAMES if n not in size_names)
             raise DeclarationError(f"{where}: must declare sizes {', '.join(SIZE_NAMES)}; missing {missing}")
         self._check_signatures(where)
+        if self.bound not in BOUNDS:
+            raise DeclarationError(f"{where}: bound must be one of {', '.join(BOUNDS)}, got {self.bound!r}")
+        if self.bound == "data" and self.bytes_moved is None:
+            raise DeclarationError(f"{where}: a data-bound subject must declare bytes_moved(inputs, output)")
         metric_names = [m.metric.name for m in self.measures]
         if len(set(metric_names)) != len(metric_names):
             raise DeclarationError(f"{where}: duplicate measure names {metric_names}")

@@ -8,6 +8,7 @@ import re
 from proofbench.reports.output import slug
 
 _TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
+_ENERGY_UNITS = ((1e3, "kJ"), (1.0, "J"), (1e-3, "mJ"), (1e-6, "µJ"), (1e-9, "nJ"))
 _BYTE_UNITS = ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
 
 
@@ -15,14 +16,25 @@ def _missing(x: float | None) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
-def seconds(x: float | None) -> str:
-    """0.0123 -> '12.3 ms'."""
+def _scaled(x: float | None, units: tuple[tuple[float, str], ...]) -> str:
+    # the first unit the value reaches, else the smallest
     if _missing(x):
         return "—"
-    for scale, unit in _TIME_UNITS:
+    for scale, unit in units:
         if abs(x) >= scale:
             return f"{x / scale:.3g} {unit}"
-    return f"{x / 1e-9:.3g} ns"
+    scale, unit = units[-1]
+    return f"{x / scale:.3g} {unit}"
+
+
+def seconds(x: float | None) -> str:
+    """0.0123 -> '12.3 ms'."""
+    return _scaled(x, _TIME_UNITS)
+
+
+def joules(x: float | None) -> str:
+    """0.0123 -> '12.3 mJ'."""
+    return _scaled(x, _ENERGY_UNITS)
 
 
 def byte_size(x: float | None) -> str:
@@ -43,6 +55,16 @@ def rate(x: float | None) -> str:
         if abs(x) >= scale:
             return f"{x / scale:.3g}{unit}"
     return f"{x:.3g}"
+
+
+def si(x: float | None, unit: str) -> str:
+    """A rate with an SI prefix and its unit: (1.07e11, 'FLOP/s') -> '107 GFLOP/s'."""
+    if _missing(x):
+        return "—"
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            return f"{x / scale:.3g} {prefix}{unit}"
+    return f"{x:.3g} {unit}"
 
 
 def factor(x: float | None) -> str:
@@ -159,7 +181,7 @@ def anchor(text: str, prefix: str) -> str:
     return f"{prefix}-{slug(str(text))}"
 
 
-FILTERS = {"seconds": seconds, "byte_size": byte_size, "rate": rate, "factor": factor, "interval": interval,
+FILTERS = {"seconds": seconds, "joules": joules, "si": si, "byte_size": byte_size, "rate": rate, "factor": factor, "interval": interval,
            "percent": percent, "signed_percent": signed_percent, "amount": amount, "when": when, "day": day,
            "short": short, "anchor": anchor, "verdict_figure": verdict_figure, "verdict_reason": verdict_reason,
            "promise": promise, "css_class": css_class}

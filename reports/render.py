@@ -26,7 +26,9 @@ from proofbench.claim import Claim
 from proofbench.db.commits import latest
 from proofbench.db.models import ClaimRow, Commit, Machine
 from proofbench.db.models import Environment as EnvironmentRow
+from proofbench.db.profiles import CalibrationRow, VariantProfileRow, calibrations, latest_profiles
 from proofbench.reports import changes, matrix, queries
+from proofbench.reports import profiles as why
 from proofbench.reports.formatting import FILTERS
 from proofbench.reports.machines import (
     MachineColumn,
@@ -59,6 +61,7 @@ def environment() -> Environment:
     env = Environment(loader=PackageLoader("proofbench.reports", "templates"), autoescape=select_autoescape(default=True),
                       trim_blocks=True, lstrip_blocks=True, undefined=StrictUndefined)
     env.filters.update(FILTERS)
+    env.filters["limit_text"] = why.limit_text
     return env
 
 
@@ -97,6 +100,9 @@ class Site:
     commits: list[Commit]
     hardware: list[tuple[str, list[str]]]
     check: changes.CheckInfo | None  # the nightly check whose alerts are shown (None: found on the fly)
+    profiles: dict[tuple[str, int, str], why.ProfileView]  # (subject, machine id, size) -> view
+    loose_profiles: dict[str, list[why.ProfileView]]  # by subject: at a size or machine without results
+    calibrations: list[tuple[str, list[str]]]  # machines page rows, one text per column
 
 
 def _columns(session: Session, history: queries.History, claims: list[Claim],
@@ -130,6 +136,8 @@ class _Read:
     environments: dict[int, str]
     check: changes.CheckInfo | None
     steps: changes.Changes
+    profiles: list[VariantProfileRow]
+    calibrations: list[CalibrationRow]
 
 
 def read(session: Session) -> _Read:
@@ -142,10 +150,12 @@ def read(session: Session) -> _Read:
     try:
         columns = _columns(session, history, claims, found)
         environments = {e.id: e.name for e in session.scalars(select(EnvironmentRow))}
+        ids = {m.id for m in found}
+        profiled = latest_profiles(session, ids), calibrations(session, ids)
     except BaseException:
         steps.close()
         raise
-    return _Read(claims, history, columns, environments, check, steps)
+    return _Read(claims, history, columns, environments, check, steps, *profiled)
 
 
 def assemble(data: _Read, writer: SiteWriter) -> Site:
@@ -156,10 +166,16 @@ def assemble(data: _Read, writer: SiteWriter) -> Site:
     subjects, notes = build(history, {c.machine.id: c for c in columns}, claims, pages.__getitem__,
                             data.environments, data.steps.result())
     built = {page.subject: page.page for page in subjects}  # only pages that will exist are linked
+    by_machine = {c.machine.id: c for c in columns}
+    views = why.views(data.profiles, data.calibrations,
+                           lambda machine, subject, size: by_machine[machine].figures.get((subject, size)), writer)
     return Site(generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), columns=columns,
                 claims=claims, subjects=subjects, notes=notes, rows=matrix.rows(columns, claims, built),
                 ledger=matrix.ledger(columns, claims, built), commits=history.commits,
-                hardware=profile_rows([c.machine for c in columns]), check=data.check)
+                hardware=profile_rows([c.machine for c in columns]), check=data.check,
+                profiles=views,
+                loose_profiles=why.loose(views, subjects),
+                calibrations=why.calibration_rows([c.machine.id for c in columns], data.calibrations))
 
 
 def _regressions(notes: list[ChangeNote]) -> dict[str, list[ChangeNote]]:

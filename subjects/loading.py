@@ -89,6 +89,11 @@ def _read_batched(epoch: Epoch) -> list[str]:
     return [seq for batch in epoch.reader.batches(READ_BATCH) for _, seq in batch]
 
 
+def _epoch_bytes(epoch: Epoch, sequences: list[str]) -> float:
+    # Keys and values read from the store (sequences are ASCII: one byte per residue).
+    return float(sum(map(len, epoch.keys)) + sum(map(len, sequences)))
+
+
 register(Subject(
     area="loading", name="lmdb_read", item="sequence",
     description="one epoch of protein sequences read from LMDB: a transaction per key vs one cursor in batches",
@@ -103,6 +108,7 @@ register(Subject(
     build_cache=build_protein_stores,
     track_memory=False,
     workload_version=1,
+    bound="data", bytes_moved=_epoch_bytes,
     notes="The seed's own 'before' already walks a cursor; the per-key transaction is the "
           "map-style Dataset way, the naive start the catalogue names.",
 ))
@@ -151,6 +157,11 @@ def _convert_batched(job: Conversion) -> list[tuple[bytes, bytes]]:
     return _convert(job, lambda env: put_records(env, read_fasta(job.fasta), WRITE_BATCH))
 
 
+def _conversion_bytes(job: Conversion, items: list[tuple[bytes, bytes]]) -> float:
+    # The FASTA file parsed, plus the records written to the store and read back.
+    return float(job.fasta.stat().st_size + 2 * sum(len(k) + len(v) for k, v in items))
+
+
 register(Subject(
     area="loading", name="fasta_to_lmdb", item="sequence",
     description="FASTA of proteins converted into a new LMDB store: a commit per record vs streamed batched commits",
@@ -165,6 +176,7 @@ register(Subject(
     build_cache=build_fasta_files,
     track_memory=False,
     workload_version=1,
+    bound="data", bytes_moved=_conversion_bytes,
     timeout=600.0,  # large baseline: one synced commit per record, seconds per call on a slow disk
     notes="Both variants keep py-lmdb's durable defaults, so the baseline pays one disk sync per "
           "record; the parse itself costs the same in both.",

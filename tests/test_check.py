@@ -16,13 +16,13 @@ from sqlalchemy.orm import Session
 
 from proofbench import cli
 from proofbench.analysis.check import run_check
-from proofbench.reports.check import FORMAT, FORMAT_VERSION
 from proofbench.analysis.detect import detect
 from proofbench.analysis.series import load
 from proofbench.cli import check as check_command
 from proofbench.db.alerts import Alert, CheckRun
 from proofbench.db.models import Benchmark, Commit, Environment, Machine, Result
 from proofbench.db.session import connect
+from proofbench.reports.check import FORMAT, FORMAT_VERSION
 
 PARAMS = {"variant": "optimized", "size": "small"}
 

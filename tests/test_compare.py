@@ -17,9 +17,9 @@ from proofbench import cli
 from proofbench.analysis.comparison import VariantFigures
 from proofbench.analysis.hardware import throughput_ratio
 from proofbench.cli import compare as compare_command
-from proofbench.reports import compare as shown_compare
 from proofbench.cli import machine as machine_command
 from proofbench.errors import InputError
+from proofbench.reports import compare as shown_compare
 from proofbench.stats import spread
 
 GPU = "NVIDIA H100 80GB HBM3"

@@ -13,7 +13,7 @@ from proofbench import capability
 from proofbench.declare import Context
 from proofbench.errors import EquivalenceError
 from proofbench.registry import REGISTRY
-from proofbench.subjects import inference, serving
+from proofbench.subjects import serving
 from proofbench.subjects.workloads import minilm
 from proofbench.subjects.workloads.embedding_cache import EmbeddingCache
 from proofbench.subjects.workloads.esm_encoder import length_order

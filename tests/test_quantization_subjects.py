@@ -12,8 +12,8 @@ from proofbench import capability
 from proofbench.declare import Context
 from proofbench.registry import REGISTRY
 from proofbench.subjects import quantization
-from proofbench.subjects.workloads import minilm
 from proofbench.subjects.quantization import QuantizedEmbeddings, serialized_bytes
+from proofbench.subjects.workloads import minilm
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import math
 import re
 from pathlib import Path
@@ -28,8 +29,10 @@ from proofbench.db.models import (
     Machine,
     Result,
 )
+from proofbench.db.profiles import CalibrationRow, VariantProfileRow
 from proofbench.db.session import connect
 from proofbench.errors import InputError
+from proofbench.machine.calibrate import Calibration, Timing
 from proofbench.reports import changes, charts, queries
 from proofbench.reports.output import SiteWriter, slug
 from proofbench.reports.render import render
@@ -133,8 +136,59 @@ def _series(session, benches, machine, commits, env, rng) -> None:
                                 equivalent=None if variant == "baseline" else True))
 
 
-def make_db(url: str) -> None:
-    """Fill the database at `url` (migrated) with the test site's data."""
+def _calibration_document() -> dict:
+    # float32 at exactly 100 GFLOP/s (n=256) and a 20 GB/s copy; float16 not available.
+    n, copied = 256, 2**28
+    timings = (Timing("matmul", "float32", n, 2.0 * n**3, (2.0 * n**3 / 100e9, 2.0 * n**3 / 90e9)),
+               Timing("copy", "bytes", copied, 2.0 * copied, (2.0 * copied / 20e9,)))
+    return Calibration("cpu", 1, "2.13.0+cpu", timings, {"float16": "not available here: test"}, 1.5).to_dict()
+
+
+def _trace(traces: Path | None, subject: str, variant: str) -> str:
+    path = (traces or Path("/nonexistent-traces")) / slug(subject) / f"{variant}.trace.json"
+    if traces is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"traceEvents": [{"name": "x", "ph": "X", "ts": 0, "dur": 1, "pid": 1, "tid": 0}]}))
+    return str(path)
+
+
+def _why(session: Session, machine: Machine, traces: Path | None) -> None:
+    """Calibration and profiles on the first machine: lmdb_read data-bound, the hostile subject compute-bound
+    with its optimized variant above the measured peak (a measurement problem the page must flag)."""
+    session.add(CalibrationRow(machine=machine, device="cpu", threads=1, torch_version="2.13.0+cpu",
+                               document=_calibration_document()))
+    ops = {"baseline": [("Transaction.get (<built-in>:0)", 1.5e-3), ("bytes.decode (<built-in>:0)", 3e-4)],
+           "optimized": [("batches (subjects/lmdb_store.py:183)", 4e-4), ("bytes.decode (<built-in>:0)", 1e-4)]}
+    for variant, rows in ops.items():
+        session.add(VariantProfileRow(
+            machine=machine, subject="loading.lmdb_read", size="small", variant=variant, device="cpu", threads=1,
+            status="ok", bound="data", kind="python", items=1000, call_seconds=1e-3, bytes_moved=1e6,
+            energy_joules=2.0 if variant == "optimized" else None, energy_calls=100 if variant == "optimized" else 0,
+            energy_source="rapl" if variant == "optimized" else "none",
+            energy_caveat="RAPL counts the whole CPU package" if variant == "optimized" else "",
+            energy_reason="" if variant == "optimized" else "no RAPL: test machine",
+            operators=[{"name": n, "calls": None, "self_seconds": t, "total_seconds": t, "self_device_seconds": None,
+                        "self_memory_bytes": None} for n, t in rows],
+            traces={"python": _trace(traces, "loading.lmdb_read", variant)}))
+    # profiled again at another thread count than the results': not the one the page sets against them
+    session.add(VariantProfileRow(machine=machine, subject="loading.lmdb_read", size="small", variant="baseline",
+                                  device="cpu", threads=2, status="ok", bound="data", kind="python",
+                                  operators=[{"name": "stale_at_two_threads", "calls": None, "self_seconds": 1.0,
+                                              "total_seconds": 1.0, "self_device_seconds": None,
+                                              "self_memory_bytes": None}]))
+    hostile = "inference." + HOSTILE_SUBJECT
+    for variant, flops in (("baseline", 0.5e9), ("optimized", 2e9)):  # 50 and 200 GFLOP/s at 10 ms a call
+        session.add(VariantProfileRow(
+            machine=machine, subject=hostile, size="small", variant=variant, device="cpu", threads=1, status="ok",
+            bound="compute", kind="torch", items=1000, call_seconds=1e-2, flops={"float32": flops},
+            energy_reason="no RAPL: test machine", traces={"torch": _trace(traces, hostile, variant)},
+            operators=[{"name": "aten::addmm", "calls": 4, "self_seconds": 8e-3, "total_seconds": 9e-3,
+                        "self_device_seconds": None, "self_memory_bytes": 0}]))
+
+
+def make_db(url: str, traces: Path | None = None) -> None:
+    """Fill the database at `url` (migrated) with the test site's data; profile traces are written
+    under `traces` (without it, the profiles name trace files that do not exist)."""
     engine = connect(url)
     rng = np.random.default_rng(7)
     with Session(engine) as session, session.begin():
@@ -144,6 +198,7 @@ def make_db(url: str) -> None:
         benches = _benchmarks(session)
         for machine in machines:
             _series(session, benches, machine, commits, env, rng)
+        _why(session, machines[0], traces)
         session.add_all(ClaimRow(id=cid, subject=subject, variant="optimized", source="000_seed.txt", quote=quote,
                                  kind=kind, metric=metric, low=low, high=low, device="any", note="")
                         for cid, subject, kind, metric, low, quote in CLAIMS)
@@ -152,7 +207,7 @@ def make_db(url: str) -> None:
 def make_site(where: Path) -> Path:
     """Build the test database in `where` and render its site into `where`/site."""
     url = f"sqlite:///{where / 'report.sqlite'}"
-    make_db(url)
+    make_db(url, where.with_name(where.name + "-traces"))
     render(connect(url), where / "site")
     return where / "site"
 
@@ -370,3 +425,41 @@ def test_a_machine_whose_hardware_changed_is_a_second_column_named_by_fingerprin
     assert rows["CPU"] == ["old CPU", "new CPU"] and rows["GPUs"] == ["none", "none"]
     assert rows["odd_key"] == ["—", '{"x": 1}']
     assert rows["replaces (hardware changed)"] == ["—", "box (11112222)"]
+
+
+def test_subject_page_links_traces_and_shows_operators_side_by_side(site):
+    html = (site / "subjects" / "loading.lmdb_read.html").read_text()
+    for variant in ("baseline", "optimized"):
+        href = f"../profiles/loading.lmdb_read/small/{variant}.trace.json"
+        assert f'href="{href}"' in html and (site / "subjects" / href).resolve().is_file()
+    table = html[html.index('<table class="operators">'):]
+    table = table[:table.index("</table>")]
+    assert table.index("Transaction.get") < table.index("batches (subjects/lmdb_store.py:183)")  # baseline order
+    assert "1.5 ms" in table and "—" in table  # an operator absent from the other variant's top rows
+    assert "stale_at_two_threads" not in html  # the profile at the results' thread count is the one shown
+    # data-bound: bytes/s of the newest results' median against the 20 GB/s copy
+    assert "of this machine&#39;s measured memory bandwidth" in html and "median of the newest results" in html
+    assert "not measurable here" in html and "no RAPL: test machine" in html
+    assert "20 µJ" in html and "RAPL counts the whole CPU package" in html  # 2 J / 100 calls / 1000 items
+
+
+def test_a_share_above_the_measured_peak_is_flagged_not_celebrated(site):
+    page = next((site / "subjects").glob("inference.*.html")).read_text()
+    assert "over peak" in page and "above 100% is a measurement problem" in page
+    assert "of this machine&#39;s measured float32 peak" in page  # the baseline, under the peak
+    assert "aten::addmm" in page
+
+
+def test_machines_page_shows_the_calibrations(site):
+    html = (site / "machines.html").read_text()
+    assert "Measured limits" in html and "float32 matmul peak (cpu, 1 thread)" in html
+    assert "100 GFLOP/s (n=256" in html and "10% below best" in html
+    assert "not available here: test" in html and "memory bandwidth (cpu, 1 thread)" in html
+    assert "other processes used 1.50 cores meanwhile; the machine was busy" in html
+
+
+def test_profile_traces_that_are_gone_are_said_to_be_missing(db_url, tmp_path):
+    make_db(db_url)  # profiles name trace files that do not exist
+    render(connect(db_url), tmp_path / "site")
+    html = (tmp_path / "site" / "subjects" / "loading.lmdb_read.html").read_text()
+    assert "python trace file not found" in html and "profiles/" not in html

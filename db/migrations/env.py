@@ -4,6 +4,7 @@ from __future__ import annotations
 from alembic import context
 
 import proofbench.db.alerts  # noqa: F401  (its tables belong to the schema too)
+import proofbench.db.profiles  # noqa: F401  (so do these)
 from proofbench.db.models import Base
 
 config = context.config

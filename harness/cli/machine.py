@@ -19,7 +19,7 @@ def handle(args: argparse.Namespace) -> int:
     from sqlalchemy.orm import Session
 
     from proofbench.cli.common import engine, optional_project
-    from proofbench.db.fleet import machine_history, store_machine
+    from proofbench.db.fleet import store_captured
     from proofbench.machine.capture import capture, fingerprint
     from proofbench.pipeline import runner
     from proofbench.pipeline.asv import Layout
@@ -32,9 +32,8 @@ def handle(args: argparse.Namespace) -> int:
         runner.write_machine_files(profile, layout)
     document = {"fingerprint": fingerprint(profile), **profile.to_dict()}
     with Session(db) as session, session.begin():
-        known = {m.id for m in machine_history(session, profile.name)}
-        row = store_machine(session, profile.name, document["fingerprint"], document)
-        message = _stored_message(row, row.id not in known)
+        row, created = store_captured(session, profile)
+        message = _stored_message(row, created)
     print(json.dumps(document, indent=2, sort_keys=True))
     if layout is not None:
         console.print(f"asv machine file: {layout.home / '.asv-machine.json'}", markup=False)
