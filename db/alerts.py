@@ -11,23 +11,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Optional
 
-from sqlalchemy import (
-    Boolean,
-    DateTime,
-    Float,
-    ForeignKey,
-    Integer,
-    String,
-    Text,
-    UniqueConstraint,
-)
+from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from proofbench.db.models import Base, Benchmark, Commit, Environment, Machine
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+from proofbench.db.models import Base, Benchmark, Commit, Environment, Machine, now
 
 
 class CheckRun(Base):
@@ -39,7 +26,7 @@ class CheckRun(Base):
     __tablename__ = "check_runs"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    started_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=_now)
+    started_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=now)
     branch: Mapped[str] = mapped_column(String(200))
     since: Mapped[str] = mapped_column(Text, default="")
     series: Mapped[int] = mapped_column(Integer, default=0)

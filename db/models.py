@@ -8,17 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Optional
 
-from sqlalchemy import (
-    JSON,
-    Boolean,
-    DateTime,
-    Float,
-    ForeignKey,
-    Integer,
-    String,
-    Text,
-    UniqueConstraint,
-)
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
@@ -28,7 +18,8 @@ class Base(DeclarativeBase):
     type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
 
 
-def _now() -> dt.datetime:
+def now() -> dt.datetime:
+    """The current time in UTC: when a row is made."""
     return dt.datetime.now(dt.timezone.utc)
 
 
@@ -48,7 +39,7 @@ class Machine(Base):
     fingerprint: Mapped[str] = mapped_column(String(64))
     profile: Mapped[dict[str, Any]] = mapped_column(default=dict)
     previous_id: Mapped[Optional[int]] = mapped_column(ForeignKey("machines.id"))
-    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=_now)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=now)
 
 
 class Commit(Base):
@@ -108,7 +99,7 @@ class IngestedFile(Base):
     sha256: Mapped[str] = mapped_column(String(64), unique=True)
     path: Mapped[str] = mapped_column(Text)
     results: Mapped[int] = mapped_column(Integer, default=0)
-    ingested_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=_now)
+    ingested_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=now)
 
 
 class Result(Base):

@@ -10,24 +10,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Optional
 
-from sqlalchemy import (
-    DateTime,
-    Float,
-    ForeignKey,
-    Integer,
-    String,
-    Text,
-    UniqueConstraint,
-    select,
-)
+from sqlalchemy import DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint, select
 from sqlalchemy.orm import Mapped, Session, mapped_column, relationship
 
-from proofbench.db.models import Base, Machine
+from proofbench.db.models import Base, Machine, now
 from proofbench.measure.variant_profile import VariantProfile
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
 
 
 class CalibrationRow(Base):
@@ -46,7 +33,7 @@ class CalibrationRow(Base):
     threads: Mapped[int] = mapped_column(Integer)
     torch_version: Mapped[str] = mapped_column(String(100), default="")
     document: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    measured_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=_now)
+    measured_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=now)
 
     machine: Mapped[Machine] = relationship()
 
@@ -87,7 +74,7 @@ class VariantProfileRow(Base):
     energy_reason: Mapped[str] = mapped_column(Text, default="")
     operators: Mapped[list[Any]] = mapped_column(default=list)
     traces: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=_now)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=now)
 
     machine: Mapped[Machine] = relationship()
 
@@ -112,7 +99,7 @@ def store_calibration(session: Session, machine_id: int, document: dict[str, Any
     if row is None:
         row = CalibrationRow(machine_id=machine_id, device=device, threads=threads)
         session.add(row)
-    row.document, row.torch_version, row.measured_at = document, document.get("torch_version", ""), _now()
+    row.document, row.torch_version, row.measured_at = document, document.get("torch_version", ""), now()
     session.flush()
     return row, True
 

@@ -16,11 +16,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from proofbench.analysis.comparison import (
-    SubjectFigures,
-    figures,
-    machines,
-)
+from proofbench.analysis.comparison import SubjectFigures, figures, machines
 from proofbench.analysis.verdict import Verdict, judge
 from proofbench.claim import Claim
 from proofbench.db.commits import latest
@@ -30,14 +26,7 @@ from proofbench.db.profiles import CalibrationRow, VariantProfileRow, calibratio
 from proofbench.reports import changes, matrix, queries
 from proofbench.reports import profiles as why
 from proofbench.reports.formatting import FILTERS
-from proofbench.reports.machines import (
-    MachineColumn,
-    column,
-    has_gpu,
-    labels,
-    largest,
-    profile_rows,
-)
+from proofbench.reports.machines import MachineColumn, column, has_gpu, labels, largest, profile_rows
 from proofbench.reports.output import SiteWriter
 from proofbench.reports.subjects import ChangeNote, SubjectPage, build, detectable
 

@@ -19,27 +19,11 @@ from typing import Any
 
 import torch
 
-from proofbench import (
-    Context,
-    Equivalence,
-    Measure,
-    Metric,
-    Size,
-    Skip,
-    Subject,
-    Variant,
-    Workload,
-    capability,
-    register,
-)
+from proofbench import Context, Equivalence, Measure, Metric, Size, Skip, Subject, Variant, Workload, register
+from proofbench.capability import missing
 from proofbench.subjects.workloads import minilm
 from proofbench.subjects.workloads.compiled_model import COMPILE_SECONDS, CompiledModel, compile_warm
-from proofbench.subjects.workloads.quality import (
-    MAX_ABS_DIFF,
-    MIN_COSINE,
-    max_abs_diff,
-    min_cosine,
-)
+from proofbench.subjects.workloads.quality import MAX_ABS_DIFF, MIN_COSINE, max_abs_diff, min_cosine
 
 TOKENS = Metric("tokens", "tokens", higher_is_better=True)
 # Half precision keeps about 3 significant digits; an embedding turned by more than 2.6
@@ -160,7 +144,7 @@ def _prepare_attention(ctx: Context) -> Workload:
     batch = minilm.tokenize(minilm.load_tokenizer(), texts, ctx.device, max_length=length)
     sdpa = minilm.load_model("sdpa", ctx.device)
     flash = None
-    if ctx.device == "cuda" and capability.missing(("flash_attention",), ctx.device) is None:
+    if ctx.device == "cuda" and missing(("flash_attention",), ctx.device) is None:
         flash = copy.deepcopy(sdpa).to(torch.bfloat16)  # the flash kernel runs in fp16/bf16 only
     return Workload(AttentionInputs(minilm.load_model("eager", ctx.device), sdpa, flash, batch), items=n)
 
@@ -228,7 +212,7 @@ def _prepare_compile(ctx: Context) -> Workload:
     batch = minilm.tokenize(minilm.load_tokenizer(), texts, ctx.device)
     compiled = None
     # Compiling takes tens of seconds: only the process that measures the compiled variant does it.
-    if ctx.variant == "compiled" and capability.missing(("compile",), ctx.device) is None:
+    if ctx.variant == "compiled" and missing(("compile",), ctx.device) is None:
         compiled = compile_warm(model, lambda module: minilm.embed(module, batch))
     return Workload(CompileInputs(model, compiled, batch), items=len(texts))
 

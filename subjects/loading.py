@@ -30,12 +30,7 @@ import lmdb
 from proofbench import Context, Equivalence, Metric, Size, Subject, Variant, Workload, register
 from proofbench.errors import InputError
 from proofbench.subjects.workloads.fasta import read_fasta
-from proofbench.subjects.workloads.lmdb_store import (
-    StoreReader,
-    creating,
-    put_records,
-    store_items,
-)
+from proofbench.subjects.workloads.lmdb_store import StoreReader, creating, put_records, store_items
 from proofbench.subjects.workloads.protein_files import build_fasta_files, build_protein_stores, fasta_path, store_path
 
 READ_BATCH = 1000  # the seed's prefetch_batch_generator(batch_size=1000)

@@ -27,19 +27,8 @@ from functools import partial
 
 import torch
 
-from proofbench import (
-    Context,
-    Equivalence,
-    Measure,
-    Metric,
-    Size,
-    Skip,
-    Subject,
-    Variant,
-    Workload,
-    capability,
-    register,
-)
+from proofbench import Context, Equivalence, Measure, Metric, Size, Skip, Subject, Variant, Workload, register
+from proofbench.capability import missing
 from proofbench.subjects.workloads import minilm
 from proofbench.subjects.workloads.quality import MEAN_COSINE, MIN_COSINE, mean_cosine, min_cosine
 
@@ -111,9 +100,9 @@ def _torchao_int8(model: torch.nn.Module) -> torch.nn.Module:
 def _prepare_dynamic(ctx: Context) -> Workload:
     fp32 = minilm.load_model(device=DEVICE)
     models, unavailable = {"baseline": fp32}, {}
-    if capability.missing(("int8_cpu",), DEVICE) is None:
+    if missing(("int8_cpu",), DEVICE) is None:
         models["int8"] = torch.ao.quantization.quantize_dynamic(fp32, {torch.nn.Linear}, dtype=torch.qint8)
-    if capability.missing(("torchao",), DEVICE) is None:
+    if missing(("torchao",), DEVICE) is None:
         try:
             models["torchao_int8"] = _torchao_int8(fp32)
         except Exception as exc:  # noqa: BLE001 - installed but unusable: the variant says why
@@ -182,7 +171,7 @@ def _prepare_static(ctx: Context) -> Workload:
     texts = _texts(ctx.size)
     calibration = minilm.distinct_sentences(len(texts) + CALIBRATION_TEXTS)[len(texts):]
     models = {"baseline": fp32}
-    if capability.missing(("int8_cpu",), DEVICE) is None:
+    if missing(("int8_cpu",), DEVICE) is None:
         try:
             models["int8_static"] = static_int8(fp32, minilm.tokenize(minilm.load_tokenizer(), calibration))
         except Exception as exc:  # noqa: BLE001 - the reason is the finding, recorded as a skip

@@ -17,22 +17,9 @@ from proofbench import Context, Equivalence, Measure, Metric, Size, Subject, Var
 from proofbench.errors import DeclarationError
 from proofbench.subjects.workloads.attention import CachedMask, CausalLM, FreshMask
 from proofbench.subjects.workloads.compiled_model import COMPILE_SECONDS, compile_warm
-from proofbench.subjects.workloads.models import (
-    VOCAB_SIZE,
-    causal_lm_batches,
-    esm_mlm,
-    gpt2_lm,
-    mlm_batches,
-)
+from proofbench.subjects.workloads.models import VOCAB_SIZE, causal_lm_batches, esm_mlm, gpt2_lm, mlm_batches
 from proofbench.subjects.workloads.quality import MAX_ABS_DIFF
-from proofbench.subjects.workloads.trainer import (
-    LOSS_DELTA,
-    Accumulated,
-    TrainingRun,
-    accumulate,
-    loss_delta,
-    train,
-)
+from proofbench.subjects.workloads.trainer import LOSS_DELTA, Accumulated, TrainingRun, accumulate, loss_delta, train
 
 # Loss tolerance for variants that do the same arithmetic: exact on CPU, but some GPU backward
 # kernels add with atomics, so two identical runs may differ in the last bits there.

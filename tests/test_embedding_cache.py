@@ -5,12 +5,7 @@ import pytest
 import torch
 
 from proofbench.errors import DeclarationError
-from proofbench.subjects.workloads.embedding_cache import (
-    CacheStats,
-    EmbeddingCache,
-    input_key,
-    repeating_stream,
-)
+from proofbench.subjects.workloads.embedding_cache import CacheStats, EmbeddingCache, input_key, repeating_stream
 
 
 class CountingEncoder:

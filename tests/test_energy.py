@@ -20,14 +20,7 @@ from nvml_fake import FakeNvml
 
 from proofbench.analysis.limits import energy
 from proofbench.errors import DeclarationError, InputError
-from proofbench.measure.energy import (
-    POWERCAP,
-    RAPL_CAVEAT,
-    EnergyMeter,
-    EnergyReading,
-    counter_delta,
-    rapl_zones,
-)
+from proofbench.measure.energy import POWERCAP, RAPL_CAVEAT, EnergyMeter, EnergyReading, counter_delta, rapl_zones
 
 MAX_RANGE = 262_143_328_850  # a real package's max_energy_range_uj
 

@@ -27,14 +27,7 @@ from test_machine import FakeNvml
 from proofbench import project
 from proofbench.cli import main
 from proofbench.db.fleet import machine_history, store_machine
-from proofbench.db.models import (
-    Benchmark,
-    Commit,
-    Environment,
-    IngestedFile,
-    Machine,
-    Result,
-)
+from proofbench.db.models import Benchmark, Commit, Environment, IngestedFile, Machine, Result
 from proofbench.db.session import alembic_config, connect
 from proofbench.machine.capture import capture, to_asv_machine_json
 from proofbench.pipeline import runner

@@ -17,12 +17,7 @@ from proofbench.subjects import serving
 from proofbench.subjects.workloads import minilm
 from proofbench.subjects.workloads.embedding_cache import EmbeddingCache
 from proofbench.subjects.workloads.esm_encoder import length_order
-from proofbench.subjects.workloads.quality import (
-    cosine_rows,
-    max_abs_diff,
-    mean_cosine,
-    min_cosine,
-)
+from proofbench.subjects.workloads.quality import cosine_rows, max_abs_diff, mean_cosine, min_cosine
 from proofbench.subjects.workloads.request_batcher import ServedStream
 
 # compile last: a model class first built after compiling (ESM) changes a transformers registry

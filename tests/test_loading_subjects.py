@@ -9,9 +9,7 @@ import pytest
 from proofbench.declare import Context, Subject, Workload
 from proofbench.errors import InputError
 from proofbench.registry import REGISTRY
-from proofbench.subjects import (
-    loading,  # registers the two subjects (other areas are not needed here)
-)
+from proofbench.subjects import loading  # registers the two subjects (other areas are not needed here)
 from proofbench.subjects.workloads.proteins import generate_proteins
 
 KEYS = ("loading.lmdb_read", "loading.fasta_to_lmdb")

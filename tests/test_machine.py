@@ -18,19 +18,8 @@ from asv.machine import Machine, MachineCollection
 from nvml_fake import FakeNvml
 
 from proofbench.errors import DeclarationError, InputError
-from proofbench.machine.capture import (
-    MachineProfile,
-    capture,
-    fingerprint,
-    to_asv_machine_json,
-    write_asv_machine_file,
-)
-from proofbench.machine.nvml import (
-    GpuProfile,
-    NvmlSampler,
-    decode_reasons,
-    gpu_profiles,
-)
+from proofbench.machine.capture import MachineProfile, capture, fingerprint, to_asv_machine_json, write_asv_machine_file
+from proofbench.machine.nvml import GpuProfile, NvmlSampler, decode_reasons, gpu_profiles
 
 H100 = GpuProfile(
     index=0, name="NVIDIA H100 80GB HBM3", memory_total_bytes=85520809984, driver_version="550.90.07",

@@ -21,16 +21,7 @@ from sqlalchemy.orm import Session
 import proofbench.db
 from proofbench.cli import main
 from proofbench.db.fleet import store_machine
-from proofbench.db.models import (
-    Base,
-    Benchmark,
-    ClaimRow,
-    Commit,
-    Environment,
-    IngestedFile,
-    Machine,
-    Result,
-)
+from proofbench.db.models import Base, Benchmark, ClaimRow, Commit, Environment, IngestedFile, Machine, Result
 from proofbench.db.session import alembic_config, engine_for, has_schema
 
 WHEN = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)

@@ -12,13 +12,7 @@ from proofbench.claim import load_claims
 from proofbench.db.models import Benchmark, Commit, Machine, Result
 from proofbench.db.session import connect
 from proofbench.pipeline.generate import benchmark_index
-from proofbench.pipeline.ingest import (
-    Sources,
-    ingest,
-    load_diagnostics,
-    machine_profiles,
-    sync_claims,
-)
+from proofbench.pipeline.ingest import Sources, ingest, load_diagnostics, machine_profiles, sync_claims
 from proofbench.reports.render import render
 
 pytestmark = pytest.mark.slow

@@ -21,14 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from proofbench.db.commits import ordered
-from proofbench.db.models import (
-    Benchmark,
-    ClaimRow,
-    Commit,
-    Environment,
-    Machine,
-    Result,
-)
+from proofbench.db.models import Benchmark, ClaimRow, Commit, Environment, Machine, Result
 from proofbench.db.profiles import CalibrationRow, VariantProfileRow
 from proofbench.db.session import connect
 from proofbench.errors import InputError

@@ -20,12 +20,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from proofbench import git
-from proofbench.analysis.comparison import (
-    SubjectFigures,
-    VariantFigures,
-    figures,
-    machines,
-)
+from proofbench.analysis.comparison import SubjectFigures, VariantFigures, figures, machines
 from proofbench.db.commits import latest
 from proofbench.db.models import Commit, Machine, Result
 from proofbench.errors import InputError

@@ -18,14 +18,7 @@ from sqlalchemy.orm import Session
 from proofbench import git
 from proofbench.claim import Claim
 from proofbench.db.fleet import store_machine
-from proofbench.db.models import (
-    Benchmark,
-    ClaimRow,
-    Commit,
-    Environment,
-    IngestedFile,
-    Result,
-)
+from proofbench.db.models import Benchmark, ClaimRow, Commit, Environment, IngestedFile, Result
 from proofbench.db.rows import conflict_insert, insert_or_get
 from proofbench.errors import InputError
 from proofbench.measure import sidecar

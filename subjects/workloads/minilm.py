@@ -16,12 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from transformers import (
-    AutoModel,
-    AutoTokenizer,
-    PreTrainedModel,
-    PreTrainedTokenizerBase,
-)
+from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from proofbench.errors import InputError
 from proofbench.subjects.workloads.sentences import generate_sentences

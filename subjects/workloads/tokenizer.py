@@ -16,12 +16,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer, pre_tokenizers, processors
 from tokenizers.models import BPE
-from transformers import (
-    BertTokenizer,
-    BertTokenizerLegacy,
-    EsmTokenizer,
-    PreTrainedTokenizerFast,
-)
+from transformers import BertTokenizer, BertTokenizerLegacy, EsmTokenizer, PreTrainedTokenizerFast
 
 from proofbench.errors import InputError
 

@@ -13,15 +13,7 @@ import signal
 import time
 from pathlib import Path
 
-from proofbench.declare import (
-    Context,
-    Equivalence,
-    Metric,
-    Size,
-    Subject,
-    Variant,
-    Workload,
-)
+from proofbench.declare import Context, Equivalence, Metric, Size, Subject, Variant, Workload
 from proofbench.registry import register
 from proofbench.subjects.workloads.fasta import read_fasta
 
