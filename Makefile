@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 PROFILE ?= quick
 
-.PHONY: run test install install-test install-evaluate install-edivisive report evaluate-detect \
+.PHONY: run example test install install-test install-evaluate install-edivisive report evaluate-detect \
 	simulate-nightly detect-timing render-benchmark clean
 
 $(BIN)/python:
@@ -23,7 +23,7 @@ $(VENV)/.deps-test: $(VENV)/.deps
 
 # proofbench itself, installed as a user gets it (a regular install, no editable hooks), and
 # installed again whenever a source file changes; build/ is cleared so a removed module goes too.
-SOURCES := $(shell git ls-files -- harness db reports subjects pyproject.toml 2>/dev/null)
+SOURCES := $(shell git ls-files -co --exclude-standard -- harness db reports subjects pyproject.toml 2>/dev/null)
 $(VENV)/.installed: $(VENV)/.deps $(SOURCES)
 	rm -rf build
 	$(BIN)/python -m pip install -q --no-deps --force-reinstall .
@@ -35,6 +35,14 @@ install-test: $(VENV)/.deps-test $(VENV)/.installed
 
 run: install
 	$(BIN)/proofbench run --profile $(PROFILE)
+
+# The worked example (examples/wordcount): copied out, made a git repository, measured, reported.
+EXAMPLE ?= .proofbench/example
+example: install
+	rm -rf $(EXAMPLE) && mkdir -p $(dir $(EXAMPLE)) && cp -r examples/wordcount $(EXAMPLE)
+	cd $(EXAMPLE) && git init -q -b main && $(abspath $(BIN))/proofbench generate && git add -A && \
+		git -c user.name=example -c user.email=example@example.invalid commit -q -m "wordcount, set up for proofbench"
+	cd $(EXAMPLE) && $(abspath $(BIN))/proofbench run --profile $(PROFILE)
 
 report: install
 	$(BIN)/proofbench report

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from proofbench.claim import Claim, check_against, load_claims
-from proofbench.project import Project
+from proofbench.project import Project, ProjectError
 from proofbench.registry import Registry, load
 
 
@@ -19,5 +19,8 @@ class Catalogue:
 def load_catalogue(project: Project) -> Catalogue:
     """Import every subject module of `project` and read its claims, each checked against them."""
     registry = load(project.subjects, project.root)
+    if not any(registry.module_of(s.key) in project.subjects for s in registry):
+        raise ProjectError(f"{project.file}: the subjects modules ({', '.join(project.subjects)}) register no subject; "
+                           f"declare one with proofbench.register (see the README, 'Use proofbench in your repository')")
     claims = load_claims(project.claims) if project.claims is not None else ()
     return Catalogue(registry, check_against(claims, registry, project.claims) if claims else ())

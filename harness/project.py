@@ -200,14 +200,14 @@ def _database(where: str, root: Path, url: Any) -> str:
 def _check(where: str, table: Any) -> CheckSettings:
     if not isinstance(table, dict):
         raise ProjectError(f"{where}check must be a table")
-    _known(f"{where}check.", table, _CHECK_KEYS)
+    _known(f"{where}[check] ", table, _CHECK_KEYS)
     rules = table.get("rule", [])
     if not isinstance(rules, list) or not all(isinstance(r, dict) for r in rules):
         raise ProjectError(f"{where}check.rule must be an array of tables ([[check.rule]])")
     return CheckSettings(min_step=_fraction(f"{where}check.min_step", table.get("min_step", DEFAULT_MIN_STEP)),
                          significance=_probability(f"{where}check.significance",
                                                    table.get("significance", DEFAULT_SIGNIFICANCE)),
-                         rules=tuple(_rule(f"{where}check.rule[{i}].", r) for i, r in enumerate(rules)))
+                         rules=tuple(_rule(f"{where}[[check.rule]] #{i + 1}: ", r) for i, r in enumerate(rules)))
 
 
 def _rule(where: str, table: dict) -> Rule:

@@ -171,6 +171,12 @@ def verdict_reason(verdict) -> str:
     return words[v.why]() if v.why in words else str(v.why)
 
 
+def source(name: str) -> str:
+    """A claim's source document, short: the seed's number ('000') or the file's name."""
+    head = name.split("_", 1)[0]
+    return head if head.isdigit() else name.rsplit("/", 1)[-1]
+
+
 def css_class(label: str) -> str:
     """A verdict label (or a status) as a CSS class name."""
     return "v-" + re.sub(r"[^a-z0-9]+", "-", str(label).lower()).strip("-")
@@ -184,4 +190,4 @@ def anchor(text: str, prefix: str) -> str:
 FILTERS = {"seconds": seconds, "joules": joules, "si": si, "byte_size": byte_size, "rate": rate, "factor": factor, "interval": interval,
            "percent": percent, "signed_percent": signed_percent, "amount": amount, "when": when, "day": day,
            "short": short, "anchor": anchor, "verdict_figure": verdict_figure, "verdict_reason": verdict_reason,
-           "promise": promise, "css_class": css_class}
+           "promise": promise, "source": source, "css_class": css_class}

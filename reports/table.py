@@ -32,7 +32,7 @@ def print_latest(engine: Engine, machine_name: str, claims: tuple[Claim, ...]) -
                     fmt.rate(v.items_per_second),
                     f"{fmt.factor(v.speedup.estimate)} {fmt.interval(v.speedup.low, v.speedup.high)}"
                     if v.speedup else ("" if v.status == "ok" else v.reason[:60]),
-                    f"{fmt.promise(claim)} ({claim.source[:3]})" if claim else "",
+                    f"{fmt.promise(claim)} ({fmt.source(claim.source)})" if claim else "",
                     verdict.label if verdict else "")))
     Console(width=None if sys.stdout.isatty() else 160).print(table)
 

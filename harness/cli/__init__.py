@@ -14,10 +14,10 @@ import os
 import sys
 import traceback
 
-from proofbench.cli import calibrate, check, compare, db, generate, history, ingest, machine, profile, report, run
+from proofbench.cli import calibrate, check, compare, db, generate, history, ingest, init, machine, profile, report, run
 from proofbench.errors import ProofbenchError
 
-COMMANDS = (run, history, check, ingest, report, compare, machine, calibrate, profile, generate, db)
+COMMANDS = (init, run, history, check, ingest, report, compare, machine, calibrate, profile, generate, db)
 INTERNAL_ERROR = 3
 DEBUG_VAR = "PROOFBENCH_DEBUG"
 

@@ -20,8 +20,9 @@ def handle(args: argparse.Namespace) -> int:
     from proofbench.pipeline.generate import generate
 
     found = project(args)
+    catalogue = load_catalogue(found)
     layout = Layout.of(found)
-    stale = generate(load_catalogue(found).registry, layout.benchmarks, check=args.check)
+    stale = generate(catalogue.registry, layout.benchmarks, check=args.check)
     for path in stale:
         console.print(f"{'stale' if args.check else 'wrote'} {path}", markup=False)
     if args.check and stale:

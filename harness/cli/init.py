@@ -1,0 +1,23 @@
+"""`proofbench init`: set the repository in hand up for proofbench; asks nothing, overwrites nothing."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from proofbench.cli.common import console
+
+
+def add_parser(sub) -> None:
+    parser = sub.add_parser("init", help="write proofbench.toml (and asv.conf.json and a subjects module where "
+                            "there are none) into a git repository; never overwrites")
+    parser.add_argument("directory", nargs="?", type=Path, default=Path("."), help="the repository (default: here)")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from proofbench.pipeline.scaffold import init
+
+    for item in init(args.directory):
+        console.print(f"{'wrote' if item.written else 'kept '} {item.path}", markup=False)
+    console.print("next: declare your subjects in the subjects module, then `proofbench run`", markup=False)
+    return 0
