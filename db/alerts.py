@@ -4,17 +4,22 @@ An alert is a change point in one series (machine, environment, benchmark, param
 the commit where the new level starts, its direction, the levels on either side and the
 test's p-value, as the check that first found it saw them. An alert never moves and never
 vanishes: later checks that find the same step again only mark it seen; it is closed
-(`resolved`) when a later step in the opposite direction brings the level back.
+(`resolved`) when a later step in the opposite direction brings the level back. A step the
+history cannot decide yet is kept as `suspected` until a re-measurement confirms it (it becomes
+`open`) or drops it (`dropped`, remembered so that it is not measured again every night). People
+answer an alert (`AlertAction`): acknowledged, it no longer fails the gate; accepted, its new
+level is the reference.
 """
 from __future__ import annotations
 
 import datetime as dt
 from typing import Any, Optional
 
-from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
-from sqlalchemy.orm import Mapped, mapped_column, relationship
+from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint, select
+from sqlalchemy.orm import Mapped, Session, mapped_column, relationship
 
 from proofbench.db.models import Base, Benchmark, Commit, Environment, Machine, now
+from proofbench.errors import InputError
 
 
 class CheckRun(Base):
@@ -63,6 +68,11 @@ class Alert(Base):
     seen_by_id: Mapped[int] = mapped_column(ForeignKey("check_runs.id"))
     resolved_by_id: Mapped[Optional[int]] = mapped_column(ForeignKey("check_runs.id"))
     resolved_at_id: Mapped[Optional[int]] = mapped_column(ForeignKey("commits.id"))
+    # a re-measurement's decision (proofbench.analysis.confirm), with its rounds, when one was made
+    confirmation: Mapped[Optional[dict[str, Any]]] = mapped_column()
+    # the first commit at the new level, found by measuring the commits between (bisection)
+    culprit_id: Mapped[Optional[int]] = mapped_column(ForeignKey("commits.id"))
+    bisection: Mapped[Optional[dict[str, Any]]] = mapped_column()
 
     benchmark: Mapped[Benchmark] = relationship()
     machine: Mapped[Machine] = relationship()
@@ -70,4 +80,62 @@ class Alert(Base):
     commit: Mapped[Commit] = relationship(foreign_keys=[commit_id])
     previous_commit: Mapped[Optional[Commit]] = relationship(foreign_keys=[previous_commit_id])
     resolved_at: Mapped[Optional[Commit]] = relationship(foreign_keys=[resolved_at_id])
+    culprit: Mapped[Optional[Commit]] = relationship(foreign_keys=[culprit_id])
     raised_by: Mapped[CheckRun] = relationship(foreign_keys=[raised_by_id])
+    actions: Mapped[list["AlertAction"]] = relationship(back_populates="alert", order_by="AlertAction.id")
+
+
+class AlertAction(Base):
+    """A person's answer to an alert: `ack` (seen, expected: it no longer fails the gate) or
+    `accept` (the new level is the reference from now on); who, when and why. An action is
+    withdrawn, never deleted: `withdrawn_at` says when it stopped counting."""
+
+    __tablename__ = "alert_actions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    alert_id: Mapped[int] = mapped_column(ForeignKey("alerts.id"), index=True)
+    action: Mapped[str] = mapped_column(String(10))
+    by: Mapped[str] = mapped_column(Text)
+    at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=now)
+    note: Mapped[str] = mapped_column(Text, default="")
+    withdrawn_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime(timezone=True))
+    withdrawn_by: Mapped[Optional[str]] = mapped_column(Text)
+
+    alert: Mapped[Alert] = relationship(back_populates="actions")
+
+
+ACTIONS = ("ack", "accept")
+
+
+def standing(alert: Alert) -> AlertAction | None:
+    """The answer that counts for `alert` now: its newest action not withdrawn, or None."""
+    return next((a for a in reversed(alert.actions) if a.withdrawn_at is None), None)
+
+
+def answer(session: Session, alert_id: int, action: str, by: str, note: str = "") -> AlertAction:
+    """Record `action` ('ack' or 'accept') on an alert; InputError naming what exists otherwise."""
+    if action not in ACTIONS:
+        raise InputError(f"alert action {action!r}: expected one of {', '.join(ACTIONS)}")
+    alert = _alert(session, alert_id)
+    row = AlertAction(alert=alert, action=action, by=by, note=note, at=now())
+    session.add(row)
+    session.flush()
+    return row
+
+
+def withdraw(session: Session, alert_id: int, by: str) -> AlertAction:
+    """Withdraw the standing answer of an alert (it counts again as it did before the answer)."""
+    alert = _alert(session, alert_id)
+    current = standing(alert)
+    if current is None:
+        raise InputError(f"alert {alert_id} has no standing answer to withdraw")
+    current.withdrawn_at, current.withdrawn_by = now(), by
+    return current
+
+
+def _alert(session: Session, alert_id: int) -> Alert:
+    alert = session.get(Alert, alert_id)
+    if alert is None:
+        known = session.scalars(select(Alert.id).order_by(Alert.id.desc()).limit(5)).all()
+        raise InputError(f"no alert {alert_id}; the newest are {', '.join(map(str, known)) or 'none'}")
+    return alert

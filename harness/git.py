@@ -60,6 +60,14 @@ def rev_parse(repo: Path, rev: str) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
+def merge_base(repo: Path, a: str, b: str) -> str:
+    """The best common ancestor of revisions `a` and `b`."""
+    out = _git(repo, "merge-base", "--end-of-options", a, b)
+    if out.returncode != 0:
+        raise InputError(f"{repo}: {a!r} and {b!r} have no common ancestor ({_reason(out)})")
+    return out.stdout.strip()
+
+
 def first_parent(repo: Path, tip: str, since: str | None = None) -> list[str]:
     """Full hashes of `tip`'s first-parent history (or of a range `A..B`), oldest first,
     committed at or after `since` when given."""

@@ -186,6 +186,17 @@ def test_the_report_marks_the_step_at_that_commit(team):
     assert team["hashes"][BEFORE][:8] in page and SLOW_SUBJECT in page
 
 
+def test_the_gate_measures_the_slow_commit_against_its_parent_and_exits_1(team):
+    before, slow = team["hashes"][BEFORE - 1], team["hashes"][BEFORE]
+    gate = proofbench(team["repo"], "gate", before, slow, "--rounds", "4", "--profile", "nightly", "--format", "json",
+                      "--bench", r"features\.Normalize\.time_call\('optimized'")
+    assert gate.returncode == 1, gate.stdout + gate.stderr[-2000:]
+    report = json.loads(gate.stdout)
+    (series,) = report["series"]
+    assert (report["base"], report["head"], series["verdict"]) == (before, slow, "regression")
+    assert series["ratio"]["rounds"] == 4 and series["ratio"]["low"] > 1.2
+
+
 def test_without_a_project_file_the_message_says_proofbench_init(tmp_path):
     out = proofbench(tmp_path, "run")
     assert out.returncode == 2 and "proofbench init" in out.stderr and out.stderr.count("\n") == 1

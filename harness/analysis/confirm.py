@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
-from proofbench.stats import MIN_ROUNDS, round_ratio
+from proofbench.stats import MIN_ROUNDS, RoundRatio, round_ratio
 
 ALPHA = 0.05
 SLACK = 1  # commits the suspected index may be off by (the detector moves boundaries by one or two)
@@ -91,6 +91,32 @@ def decide(suspect: Suspect, before_rounds: Sequence[float], after_rounds: Seque
     expected = suspect.after / suspect.before if suspect.before > 0 and suspect.after > 0 else math.nan
     return Confirmation(outcome, reason, r.estimate, r.low, r.high, r.p_value, r.rounds, 1.0 - alpha,
                         suspect.direction, expected, min_step)
+
+
+class Movement(enum.Enum):
+    """Which way a re-measured ratio moved, by the same rules: up or down by at least the
+    minimum step, no move of that size, or not decided."""
+
+    UP = "up"
+    DOWN = "down"
+    NONE = "none"
+    UNDECIDED = "undecided"
+
+
+def movement(ratio: RoundRatio, min_step: float = 0.03) -> Movement:
+    """The movement a pair of commits shows (after / before), with no step suspected in advance
+    (what the pull-request gate asks of every series): up or down when the interval excludes 1
+    and the estimate is at least `min_step` away from it; none when the whole interval lies
+    within 1 +- `min_step`; undecided otherwise, or with too few rounds."""
+    if ratio.rounds < MIN_ROUNDS or not math.isfinite(ratio.estimate):
+        return Movement.UNDECIDED
+    if ratio.low > 1.0 and ratio.estimate >= 1.0 + min_step:
+        return Movement.UP
+    if ratio.high < 1.0 and ratio.estimate <= 1.0 - min_step:
+        return Movement.DOWN
+    if 1.0 - min_step <= ratio.low and ratio.high <= 1.0 + min_step:
+        return Movement.NONE
+    return Movement.UNDECIDED
 
 
 def _rule(direction: int, estimate: float, low: float, high: float, rounds: int,

@@ -14,10 +14,25 @@ import os
 import sys
 import traceback
 
-from proofbench.cli import calibrate, check, compare, db, generate, history, ingest, init, machine, profile, report, run
+from proofbench.cli import (
+    alerts,
+    calibrate,
+    check,
+    compare,
+    db,
+    gate,
+    generate,
+    history,
+    ingest,
+    init,
+    machine,
+    profile,
+    report,
+    run,
+)
 from proofbench.errors import ProofbenchError
 
-COMMANDS = (init, run, history, check, ingest, report, compare, machine, calibrate, profile, generate, db)
+COMMANDS = (init, run, history, check, gate, alerts, ingest, report, compare, machine, calibrate, profile, generate, db)
 INTERNAL_ERROR = 3
 DEBUG_VAR = "PROOFBENCH_DEBUG"
 

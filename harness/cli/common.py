@@ -69,3 +69,11 @@ def progress_bar(first: str) -> Iterator[Callable[[float, str], None]]:
                   transient=True) as progress:
         task = progress.add_task(first, total=100)
         yield lambda pct, name: progress.update(task, completed=pct, description=name)
+
+
+def regenerate(catalogue, layout) -> None:
+    """Write the suite's generated modules before asv reads them, saying which changed."""
+    from proofbench.pipeline.generate import generate
+
+    for path in generate(catalogue.registry, layout.benchmarks):
+        console.print(f"regenerated {path} (commit it for runs across commits)", style="yellow", markup=False)

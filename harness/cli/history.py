@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from proofbench.cli.common import add_db_option, console, engine, progress_bar, project, show_ingest
+from proofbench.cli.common import add_db_option, console, engine, progress_bar, project, regenerate, show_ingest
 
 
 def add_parser(sub) -> None:
@@ -40,6 +40,7 @@ def handle(args: argparse.Namespace) -> int:
     hashes = history.commits(repo, branch, args.range, args.since)
     profile = get_profile(args.profile, found.profiles)
     catalogue = load_catalogue(found)
+    regenerate(catalogue, layout)
     db = engine(args, found)
     console.print(f"{len(hashes)} commit(s) of {branch} ({hashes[0][:8]}..{hashes[-1][:8]}), profile "
                   f"{profile.name}, asv environment {history.ENVIRONMENT}", markup=False)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from proofbench.cli.common import add_db_option, console, engine, progress_bar, project, show_ingest
+from proofbench.cli.common import add_db_option, console, engine, progress_bar, project, regenerate, show_ingest
 
 
 def add_parser(sub) -> None:
@@ -20,7 +20,6 @@ def handle(args: argparse.Namespace) -> int:
     from proofbench.machine.capture import capture
     from proofbench.pipeline import runner
     from proofbench.pipeline.asv import Layout
-    from proofbench.pipeline.generate import generate
     from proofbench.profile import get_profile
     from proofbench.reports import table
 
@@ -28,8 +27,7 @@ def handle(args: argparse.Namespace) -> int:
     layout = Layout.of(found)
     profile = get_profile(args.profile, found.profiles)
     catalogue = load_catalogue(found)
-    for path in generate(catalogue.registry, layout.benchmarks):
-        console.print(f"regenerated {path} (commit it for runs across commits)", style="yellow")
+    regenerate(catalogue, layout)
     db = engine(args, found)
     machine = capture()
     console.print(f"profile {profile.name}: {profile.description} (device {profile.device}, "

@@ -1,0 +1,111 @@
+"""Bisection: the first commit at a step's new level, among commits a nightly run did not measure.
+
+The step is known from the history: its level before (`before`) and after (`after`), and the
+measured commits on either side. The commits between are measured one at a time, halving the
+range each time, and each value is set on the side whose level it is nearer to (on a log scale,
+as steps and noise are relative). A value too near the middle of the step to tell is measured
+again (up to `tries` times in all); if it still cannot be told the bisection stops and says
+which commits the step lies among. A commit that does not build or fails is skipped, said so,
+and its neighbour measured instead, as `git bisect skip` does. (asv's own `find` bisects too,
+but over the mean of every parameter set, with one measurement per commit and no way to say
+"cannot tell": a noisy value there silently picks the wrong half.)
+"""
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+TRIES = 2
+UNSURE = 0.25  # a value within this share of the step's (log) size of its middle cannot be told
+
+
+class Side(enum.Enum):
+    """Where a measured value lies."""
+
+    BEFORE = "before"
+    AFTER = "after"
+    UNSURE = "unsure"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One measurement of the bisection."""
+
+    commit: str
+    value: float | None
+    side: Side
+
+
+@dataclass(frozen=True)
+class Bisection:
+    """What bisecting found: `culprit`, the first commit at the new level (None when it could
+    not be told), else the `first`..`last` commits the step lies among; every measurement, and
+    the commits skipped because they failed."""
+
+    culprit: str | None
+    first: str
+    last: str
+    steps: tuple[Step, ...] = field(default=())
+    skipped: tuple[str, ...] = field(default=())
+
+
+def side(value: float | None, before: float, after: float) -> Side:
+    """Which level `value` belongs to."""
+    if value is None or not math.isfinite(value) or value <= 0 or before <= 0 or after <= 0:
+        return Side.FAILED
+    lo, hi, v = math.log(before), math.log(after), math.log(value)
+    middle, size = (lo + hi) / 2, abs(hi - lo)
+    if abs(v - middle) < UNSURE * size / 2:
+        return Side.UNSURE
+    return Side.AFTER if abs(v - hi) < abs(v - lo) else Side.BEFORE
+
+
+def bisect(measure: Callable[[str], float | None], commits: Sequence[str], before: float, after: float, *,
+           tries: int = TRIES) -> Bisection:
+    """Find the first commit of `commits` at the `after` level. `commits` are in history order;
+    the last one is known to be at the new level (the step lies after the commit before the
+    first, which is known to be at the old level). `measure(commit)` runs it once."""
+    if not commits:
+        raise ValueError("bisect needs at least one commit")
+    good, bad = -1, len(commits) - 1  # indexes: last known before, first known after
+    steps: list[Step] = []
+    skipped: list[str] = []
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        found = _measure_near(measure, commits, mid, good, bad, before, after, tries, steps, skipped)
+        if found is None:  # nothing between could be told: stop with the range
+            return Bisection(None, commits[good + 1], commits[bad], tuple(steps), tuple(skipped))
+        index, where = found
+        good, bad = (index, bad) if where is Side.BEFORE else (good, index)
+    return Bisection(commits[bad], commits[bad], commits[bad], tuple(steps), tuple(skipped))
+
+
+def _measure_near(measure, commits, mid, good, bad, before, after, tries, steps, skipped):
+    # The mid commit, or the nearest one that builds; its side once it can be told.
+    for index in _outwards(mid, good, bad):
+        for _ in range(tries):
+            value = measure(commits[index])
+            where = side(value, before, after)
+            steps.append(Step(commits[index], value, where))
+            if where is Side.FAILED:
+                skipped.append(commits[index])
+                break
+            if where is not Side.UNSURE:
+                return index, where
+        else:
+            return None  # measured `tries` times and still too near the middle to tell
+    return None
+
+
+def _outwards(mid: int, good: int, bad: int) -> list[int]:
+    # mid, then its neighbours alternately, staying strictly between good and bad
+    out, step = [mid], 1
+    while len(out) < bad - good - 1:
+        for candidate in (mid + step, mid - step):
+            if good < candidate < bad and candidate not in out:
+                out.append(candidate)
+        step += 1
+    return out

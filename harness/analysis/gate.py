@@ -1,0 +1,81 @@
+"""The pull-request gate: the merge-base and the branch head measured in alternating rounds, every
+series judged by the re-measurement rules of the nightly check (`confirm.movement`).
+
+A series moved in its bad direction by at least its minimum step is a regression, in its good
+direction an improvement; no move of that size is "no change"; what the rounds cannot decide is
+"inconclusive" (never a regression). Intervals are at 95% over rounds, as the nightly check's
+confirmation uses (the project's `significance` is the history detector's rank-test level). The
+exit status follows `check`'s: 1 for a regression.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Callable
+
+from proofbench.analysis.confirm import ALPHA, Movement, movement
+from proofbench.pipeline.remeasure import Remeasured, Target
+from proofbench.project import Thresholds
+from proofbench.stats import RoundRatio, round_ratio
+
+
+class Verdict(enum.Enum):
+    """What the gate says of one series."""
+
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    NO_CHANGE = "no change"
+    INCONCLUSIVE = "inconclusive"
+
+
+@dataclass(frozen=True)
+class SeriesVerdict:
+    """One series: head / base with its interval over rounds, and the verdict."""
+
+    target: Target
+    ratio: RoundRatio
+    higher_is_better: bool
+    min_step: float
+    verdict: Verdict
+
+
+@dataclass(frozen=True)
+class GateReport:
+    """Every series the gate measured, the commits, and how the measuring stopped."""
+
+    base: str
+    head: str
+    series: tuple[SeriesVerdict, ...]
+    rounds: int
+    seconds: float
+    stopped: str
+
+    def count(self, verdict: Verdict) -> int:
+        return sum(1 for s in self.series if s.verdict is verdict)
+
+    @property
+    def exit_code(self) -> int:
+        """1 when a series regressed, as `check` exits for a new regression."""
+        return 1 if self.count(Verdict.REGRESSION) else 0
+
+
+def judge(measured: Remeasured, base: str, head: str, thresholds: Callable[[str], Thresholds],
+          higher_is_better: Callable[[Target], bool]) -> GateReport:
+    """The gate's verdict on every series `measured` holds for both commits."""
+    out = []
+    for target in measured.targets():
+        limits = thresholds(target.benchmark)
+        better_up = limits.higher_is_better if limits.higher_is_better is not None else higher_is_better(target)
+        ratio = round_ratio(measured.series(head, target), measured.series(base, target), confidence=1.0 - ALPHA)
+        moved = movement(ratio, limits.min_step)
+        out.append(SeriesVerdict(target, ratio, better_up, limits.min_step, _verdict(moved, better_up)))
+    return GateReport(base, head, tuple(out), len(measured.rounds), measured.seconds, measured.stopped)
+
+
+def _verdict(moved: Movement, higher_is_better: bool) -> Verdict:
+    if moved is Movement.NONE:
+        return Verdict.NO_CHANGE
+    if moved is Movement.UNDECIDED:
+        return Verdict.INCONCLUSIVE
+    good = Movement.UP if higher_is_better else Movement.DOWN
+    return Verdict.IMPROVEMENT if moved is good else Verdict.REGRESSION

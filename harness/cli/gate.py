@@ -1,0 +1,63 @@
+"""`proofbench gate BASE [HEAD]`: a pull-request gate. The merge-base of BASE and HEAD and HEAD itself
+are measured in alternating rounds (as asv continuous compares two commits, with the round as the
+unit), each series judged by the nightly check's re-measurement rules. Exit 1 on a regression."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from proofbench.cli.common import add_project_option, console, project, regenerate
+
+FORMATS = ("text", "markdown", "json")
+
+
+def add_parser(sub) -> None:
+    parser = sub.add_parser("gate", help="measure a branch head against its merge-base in alternating rounds; "
+                            "exit 1 on a regression (for pull requests)")
+    parser.add_argument("base", help="the branch merged into, e.g. main")
+    parser.add_argument("head", nargs="?", default="HEAD", help="the branch head (default: HEAD)")
+    parser.add_argument("--rounds", type=int, default=6, help="alternating rounds (default 6)")
+    parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                        help="stop starting rounds once they would take longer than this")
+    parser.add_argument("--bench", metavar="REGEX", help="only benchmarks whose name matches")
+    parser.add_argument("--profile", default=None, help="smoke, quick (default), full, or one of the project's")
+    parser.add_argument("--format", choices=FORMATS, default="text")
+    add_project_option(parser)
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from proofbench import git
+    from proofbench.analysis.gate import judge
+    from proofbench.catalogue import load_catalogue
+    from proofbench.errors import InputError
+    from proofbench.machine.capture import capture
+    from proofbench.pipeline import history, remeasure
+    from proofbench.pipeline.asv import Layout
+    from proofbench.pipeline.generate import benchmark_index
+    from proofbench.profile import get_profile
+    from proofbench.reports import gate as shown
+
+    found = project(args)
+    layout = Layout.of(found)
+    repo = history.repository(layout)
+    head = git.rev_parse(repo, args.head)
+    if head is None:
+        raise InputError(f"{repo}: {args.head!r} names no commit")
+    base = git.merge_base(repo, args.base, head)
+    catalogue = load_catalogue(found)
+    regenerate(catalogue, layout)
+    index = benchmark_index(catalogue.registry)
+    profile = get_profile(args.profile, found.profiles)
+    console.print(f"measuring {head[:8]} against its merge-base {base[:8]}, {args.rounds} alternating round(s)",
+                  markup=False)
+    measured = remeasure.alternate(layout, repo, history.default_branch(layout, repo), (base, head), None,
+                                   profile, capture(), rounds=args.rounds, budget=args.budget,
+                                   bench=args.bench or profile.bench or None)
+    report = judge(measured, base, head, found.check.for_benchmark,
+                   lambda t: bool(index[t.benchmark].metric.higher_is_better) if t.benchmark in index else False)
+    if args.format == "json":
+        print(json.dumps(shown.to_json(report), indent=2))
+    else:
+        print(shown.markdown(report) if args.format == "markdown" else shown.text(report))
+    return report.exit_code

@@ -1,0 +1,122 @@
+"""Measuring commits again, on demand: the nightly check's confirmation, bisection and the pull-request gate.
+
+A round measures each commit once, in one `asv run` of the history environment (`pipeline.history`:
+the commit is built and installed, the suite of the working tree runs against it) into a results
+directory of its own, so rounds never merge. Commits alternate inside a round and the order
+turns round by round (A B, B A, A B ...), so drift and bursts of load from other processes fall
+on both sides alike; the round is the unit of the statistic (`proofbench.stats.round_ratio`).
+
+What is measured is a list of series (benchmark name and parameter values); asv is asked for
+exactly those (`--bench` with the names asv prints for a parameter set). Building a commit runs
+the repository's own build command: only the repository the user pointed proofbench at is built,
+never anything named by a results file.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Sequence
+
+from proofbench import git
+from proofbench.errors import InputError, RunError
+from proofbench.machine.capture import MachineProfile
+from proofbench.pipeline import history, results_file
+from proofbench.pipeline.asv import Layout
+from proofbench.profile import Profile
+
+
+@dataclass(frozen=True)
+class Target:
+    """One series to measure: an asv benchmark name and its parameter values (asv's order)."""
+
+    benchmark: str
+    params: tuple[str, ...]
+
+    def pattern(self) -> str:
+        """asv's --bench regex for exactly this benchmark and parameter set."""
+        shown = ", ".join(repr(p) for p in self.params)
+        return "^" + re.escape(self.benchmark) + (re.escape(f"({shown})") if self.params else "") + "$"
+
+
+@dataclass(frozen=True)
+class Round:
+    """One round: each commit's value per target (None where the commit failed or did not build)."""
+
+    values: dict[str, dict[Target, float | None]]  # commit -> target -> value
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Remeasured:
+    """Every round of an alternating re-measurement, and why it stopped."""
+
+    commits: tuple[str, ...]
+    rounds: tuple[Round, ...]
+    stopped: str  # "rounds" (all done) or "budget" (the time budget ran out)
+
+    def targets(self) -> list[Target]:
+        """Every series some round has a value of, in a stable order (a parameter set asv was not
+        asked to run is in its results with no value, and is left out)."""
+        found = {t for r in self.rounds for values in r.values.values() for t, v in values.items() if v is not None}
+        return sorted(found, key=lambda t: (t.benchmark, t.params))
+
+    def series(self, commit: str, target: Target) -> list[float | None]:
+        """One commit's value of one target, round by round."""
+        return [r.values.get(commit, {}).get(target) for r in self.rounds]
+
+    @property
+    def seconds(self) -> float:
+        return sum(r.seconds for r in self.rounds)
+
+
+def measure_round(layout: Layout, repo: Path, branch: str, commits: Sequence[str], targets: Sequence[Target] | None,
+                  profile: Profile, machine: MachineProfile, directory: Path, bench: str | None = None) -> Round:
+    """Measure `commits` once each (in that order) for `targets` (None: every benchmark `bench`
+    selects, all of them without it), into `directory`."""
+    started = time.monotonic()
+    if directory.exists():
+        shutil.rmtree(directory)
+    here = replace(layout, results=directory / "results")
+    if targets is not None:
+        bench = "|".join(f"(?:{t.pattern()})" for t in targets)
+    outcome = history.run(here, tuple(commits), profile, machine, repo=repo, branch=branch, bench=bench, rerun=True)
+    values: dict[str, dict[Target, float | None]] = {c: dict.fromkeys(targets or ()) for c in commits}
+    for path in outcome.results:
+        try:
+            parsed = results_file.read(path)
+        except InputError:
+            continue  # a file asv could not finish: the round has no value for that commit
+        for point in parsed.points:
+            target = Target(point.benchmark, point.params)
+            if parsed.commit in values and (targets is None or target in values[parsed.commit]):
+                values[parsed.commit][target] = point.value if point.status == "ok" else None
+    return Round(values, time.monotonic() - started)
+
+
+def alternate(layout: Layout, repo: Path, branch: str, commits: tuple[str, str], targets: Sequence[Target] | None,
+              profile: Profile, machine: MachineProfile, *, rounds: int, budget: float | None = None,
+              bench: str | None = None) -> Remeasured:
+    """Measure two commits in `rounds` alternating rounds (A B, B A, ...), stopping early when the
+    next round would not fit in `budget` seconds (a round is assumed to take as long as the slowest so far)."""
+    if rounds < 1:
+        raise InputError(f"rounds must be at least 1, got {rounds}")
+    done: list[Round] = []
+    for i in range(rounds):
+        slowest = max((r.seconds for r in done), default=0.0)
+        if budget is not None and done and sum(r.seconds for r in done) + slowest > budget:
+            return Remeasured(commits, tuple(done), "budget")
+        order = commits if i % 2 == 0 else commits[::-1]
+        done.append(measure_round(layout, repo, branch, order, targets, profile, machine,
+                                  layout.workdir / "remeasure" / f"round-{i}", bench))
+    return Remeasured(commits, tuple(done), "rounds")
+
+
+def between(repo: Path, branch: str, older: str, newer: str) -> list[str]:
+    """The commits of `branch`'s first-parent history after `older` up to and including `newer`."""
+    hashes = git.first_parent(repo, branch)
+    if older not in hashes or newer not in hashes:
+        raise RunError(f"{repo}: {older[:8]} or {newer[:8]} is not on {branch}'s first-parent history")
+    return hashes[hashes.index(older) + 1: hashes.index(newer) + 1]

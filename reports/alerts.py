@@ -1,0 +1,40 @@
+"""Alerts and people's answers to them, in words for the terminal."""
+from __future__ import annotations
+
+from proofbench.db.alerts import Alert, AlertAction, standing
+from proofbench.reports import formatting as fmt
+
+
+def answered(action: AlertAction) -> str:
+    """One line: what was recorded."""
+    verb = {"ack": "acknowledged", "accept": "accepted"}[action.action]
+    note = f": {action.note}" if action.note else ""
+    return f"alert {action.alert_id} {verb} by {action.by} at {fmt.when(action.at)}{note}"
+
+
+def withdrawn(action: AlertAction) -> str:
+    """One line: which answer stopped counting."""
+    return f"alert {action.alert_id}: the {action.action} by {action.by} is withdrawn by {action.withdrawn_by}"
+
+
+def answer_words(alert: Alert) -> str:
+    """The standing answer of an alert, or ''."""
+    current = standing(alert)
+    if current is None:
+        return ""
+    verb = {"ack": "acknowledged", "accept": "accepted"}[current.action]
+    return f"{verb} by {current.by} ({fmt.day(current.at)})" + (f": {current.note}" if current.note else "")
+
+
+def listing(alerts: list[Alert]) -> str:
+    """One line per alert: id, status, kind, series, commit, and its standing answer."""
+    if not alerts:
+        return "no alerts"
+    lines = []
+    for a in alerts:
+        kind = "regression" if a.regression else "improvement"
+        params = ", ".join(f"{k}={v}" for k, v in (a.params or {}).items())
+        answer = answer_words(a)
+        lines.append(f"{a.id:>5} {a.status:9} {kind:11} {a.benchmark.name} ({params}) on {a.machine.name} at "
+                     f"{a.commit.hash[:8]} {fmt.short(a.commit.subject, 50)!r}" + (f"  [{answer}]" if answer else ""))
+    return "\n".join(lines)

@@ -1,0 +1,60 @@
+"""Bisection to the first commit at a step's new level, with fake measurements."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from proofbench.analysis.bisect import Side, bisect, side
+
+COMMITS = [f"c{i:02d}" for i in range(10)]
+
+
+def _measure(first_bad: int, *, failing=(), noise=0.0, seed=0, middle_for=()):
+    rng = np.random.default_rng(seed)
+    calls = []
+
+    def measure(commit: str):
+        calls.append(commit)
+        i = COMMITS.index(commit)
+        if i in failing:
+            return None
+        if i in middle_for:
+            return 1.5 ** 0.5  # exactly between the levels 1.0 and 1.5
+        level = 1.5 if i >= first_bad else 1.0
+        return level * float(np.exp(rng.normal(0, noise)))
+
+    return measure, calls
+
+
+@pytest.mark.parametrize("first_bad", range(10))
+def test_finds_the_first_commit_at_the_new_level_in_few_measurements(first_bad):
+    measure, calls = _measure(first_bad)
+    found = bisect(measure, COMMITS, 1.0, 1.5)
+    assert found.culprit == COMMITS[first_bad]
+    assert len(calls) <= 4  # ceil(log2(10))
+
+
+def test_a_commit_that_does_not_build_is_skipped_and_said_so():
+    measure, calls = _measure(6, failing={4})
+    found = bisect(measure, COMMITS, 1.0, 1.5)
+    assert found.culprit == "c06" and found.skipped == ("c04",)
+    assert Side.FAILED in {s.side for s in found.steps}
+
+
+def test_a_value_in_the_middle_is_measured_again_then_the_range_is_given():
+    measure, calls = _measure(6, middle_for={4})
+    found = bisect(measure, COMMITS, 1.0, 1.5, tries=2)
+    assert found.culprit is None and (found.first, found.last) == ("c00", "c09")
+    assert calls.count("c04") == 2
+
+
+def test_noise_well_below_the_step_still_finds_the_commit():
+    for seed in range(20):
+        measure, _ = _measure(3, noise=0.03, seed=seed)
+        assert bisect(measure, COMMITS, 1.0, 1.5).culprit == "c03"
+
+
+def test_side_on_a_log_scale_and_the_unsure_middle():
+    assert side(1.02, 1.0, 2.0) is Side.BEFORE and side(1.9, 1.0, 2.0) is Side.AFTER
+    assert side(2 ** 0.5, 1.0, 2.0) is Side.UNSURE and side(None, 1.0, 2.0) is Side.FAILED
+    assert side(0.9, 2.0, 1.0) is Side.AFTER  # a step down

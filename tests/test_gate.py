@@ -1,0 +1,51 @@
+"""The pull-request gate's verdicts from paired rounds (fake re-measurements, no asv)."""
+from __future__ import annotations
+
+import numpy as np
+
+from proofbench.analysis.gate import Verdict, judge
+from proofbench.pipeline.remeasure import Remeasured, Round, Target
+from proofbench.project import CheckSettings, Rule
+
+TIME = Target("area.Subject.time_call", ("optimized", "small"))
+RATE = Target("area.Subject.track_items", ("optimized", "small"))
+
+
+def _measured(factors: dict[Target, float], rounds: int = 8, noise: float = 0.01, seed: int = 1) -> Remeasured:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(rounds):
+        shared = rng.normal(0, 0.1)  # load that comes and goes hits both commits of a round alike
+        values = {c: {t: float(np.exp(shared + rng.normal(0, noise))) * (f if c == "head" else 1.0)
+                      for t, f in factors.items()} for c in ("base", "head")}
+        out.append(Round(values, 1.0))
+    return Remeasured(("base", "head"), tuple(out), "rounds")
+
+
+def _judge(measured: Remeasured, settings: CheckSettings = CheckSettings()):
+    return judge(measured, "base", "head", settings.for_benchmark, lambda t: t.benchmark.endswith("track_items"))
+
+
+def test_a_slower_time_is_a_regression_and_a_higher_rate_an_improvement():
+    report = _judge(_measured({TIME: 1.10, RATE: 1.10}))
+    verdicts = {s.target: s.verdict for s in report.series}
+    assert verdicts == {TIME: Verdict.REGRESSION, RATE: Verdict.IMPROVEMENT} and report.exit_code == 1
+
+
+def test_a_wiggle_under_the_minimum_step_is_no_change():
+    report = _judge(_measured({TIME: 1.005}, noise=0.002))
+    assert [s.verdict for s in report.series] == [Verdict.NO_CHANGE] and report.exit_code == 0
+
+
+def test_too_few_or_too_noisy_rounds_are_inconclusive_never_a_regression():
+    assert [s.verdict for s in _judge(_measured({TIME: 1.10}, rounds=2)).series] == [Verdict.INCONCLUSIVE]
+    noisy = _judge(_measured({TIME: 1.05}, rounds=4, noise=0.2))
+    assert noisy.series[0].verdict is Verdict.INCONCLUSIVE and noisy.exit_code == 0
+
+
+def test_a_project_rule_sets_the_minimum_step_and_the_direction():
+    settings = CheckSettings(rules=(Rule("area.Subject.time_call", min_step=0.2, higher_is_better=True),))
+    report = _judge(_measured({TIME: 1.10}), settings)
+    assert report.series[0].verdict is Verdict.NO_CHANGE and report.series[0].min_step == 0.2
+    faster = _judge(_measured({TIME: 1.5}), settings)
+    assert faster.series[0].verdict is Verdict.IMPROVEMENT  # the rule says higher is better
