@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from proofbench.cli.common import add_db_option, console, engine, progress_bar, project, show_ingest
+from proofbench.cli.common import add_db_option, engine, progress_bar, project, say, show_ingest
 
 
 def add_parser(sub) -> None:
@@ -29,11 +29,11 @@ def handle(args: argparse.Namespace) -> int:
     profile = get_profile(args.profile, found.profiles)
     catalogue = load_catalogue(found)
     for path in generate(catalogue.registry, layout.benchmarks):
-        console.print(f"regenerated {path} (commit it for runs across commits)", style="yellow")
+        say(f"regenerated {path} (commit it for runs across commits)", style="yellow")
     db = engine(args, found)
     machine = capture()
-    console.print(f"profile {profile.name}: {profile.description} (device {profile.device}, "
-                  f"{profile.torch_threads} torch thread(s))", markup=False)
+    say(f"profile {profile.name}: {profile.description} (device {profile.device}, "
+                  f"{profile.torch_threads} torch thread(s))")
     with progress_bar("starting asv") as update:
         measured = runner.measure(db, layout, catalogue, profile, machine, args.bench, on_progress=update)
     status = show_ingest(measured.ingested)
@@ -41,5 +41,5 @@ def handle(args: argparse.Namespace) -> int:
     if not args.no_report:
         from proofbench.reports.render import render
 
-        console.print(f"report: {render(db, found.site)}", markup=False)
+        say(f"report: {render(db, found.site)}")
     return status
