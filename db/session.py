@@ -188,8 +188,11 @@ def schema_revision(engine: Engine) -> str | None:
             current = MigrationContext.configure(connection).get_current_revision() if tables else None
     except SQLAlchemyError as exc:
         raise DatabaseError(f"cannot read database {_where(engine)}: {_reason(exc)}") from None
-    if tables and current is None:
-        shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+    # A SQLite file is one application's; a PostgreSQL database may be shared with others, unless
+    # tables of proofbench's names are there without its migrations.
+    foreign = tables if engine.dialect.name == "sqlite" else tables & _own_tables()
+    if foreign and current is None:
+        shown = ", ".join(sorted(foreign)[:5]) + (", ..." if len(foreign) > 5 else "")
         raise DatabaseError(f"{_where(engine)} is not a proofbench database (it holds other tables: {shown}); "
                             f"name an empty database or one proofbench made")
     head, known = _head(engine)
@@ -197,6 +200,15 @@ def schema_revision(engine: Engine) -> str | None:
         raise DatabaseError(f"{_where(engine)} has schema revision {current[:40]!r}, which this proofbench does not "
                             f"know (its newest is {head!r}): a newer proofbench wrote it; upgrade proofbench")
     return current
+
+
+def _own_tables() -> set[str]:
+    # every table of the schema (models, alerts, profiles), as the migrations' environment sees it
+    import proofbench.db.alerts  # noqa: F401
+    import proofbench.db.profiles  # noqa: F401
+    from proofbench.db.models import Base
+
+    return set(Base.metadata.tables)
 
 
 def _where(engine: Engine) -> str:
