@@ -104,7 +104,11 @@ class Project:
 def find(start: Path | None = None) -> Project | None:
     """The project of `start` (default: $PROOFBENCH_PROJECT, else the working directory) or of
     the nearest directory above it; None when there is none."""
-    here = (start or Path(os.environ.get(ENV_VAR) or Path.cwd())).resolve()
+    given = start or Path(os.environ.get(ENV_VAR) or Path.cwd())
+    try:
+        here = given.resolve()
+    except RuntimeError:  # Python 3.11's word for a loop of symbolic links
+        raise ProjectError(f"{given}: a loop of symbolic links") from None
     for directory in (here, *here.parents):
         if (directory / FILE).is_file():
             return load(directory / FILE)

@@ -33,7 +33,7 @@ MARKER = ".proofbench-site"  # in every directory proofbench writes a site into
 def claim_directory(root: Path) -> Path:
     """`root`, made or found empty or holding an earlier site (the marker says so), and marked as
     a site; anything else (a file, a directory of other things such as /) is refused."""
-    root = root.resolve()
+    root = _resolved(root)
     if root.exists() and not root.is_dir():
         raise InputError(f"report: --out {root} is a file, not a directory")
     if (root / MARKER).is_symlink():  # writing the marker would write wherever it points
@@ -47,6 +47,13 @@ def claim_directory(root: Path) -> Path:
     except OSError as exc:
         raise InputError(f"report: cannot write into {root}: {exc.strerror}") from None
     return root
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except RuntimeError:  # Python 3.11 raises it for a loop of symbolic links
+        raise InputError(f"report: {path} is a loop of symbolic links") from None
 
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
@@ -97,7 +104,7 @@ class SiteWriter:
 
     def path(self, relative: str) -> Path:
         """`root / relative`, refused unless it resolves inside the root."""
-        target = (self.root / relative).resolve()
+        target = _resolved(self.root / relative)
         if not target.is_relative_to(self.root) or target == self.root:
             raise InputError(f"report: page path {relative!r} would be written outside {self.root}")
         return target

@@ -25,6 +25,7 @@ from proofbench.reports.output import SiteWriter, slug
 
 TOP_OPERATORS = 10  # rows of the side-by-side table: the union of each variant's top ones
 PROFILES_DIR = "profiles"
+TRACE_SUFFIX = ".trace.json"  # what `proofbench profile` names its traces
 
 
 @dataclass(frozen=True)
@@ -83,9 +84,12 @@ def _limit(row: VariantProfileRow, calibration: CalibrationRow | None, figures: 
 
 
 def link_trace(writer: SiteWriter | None, row: VariantProfileRow, path: str) -> str | None:
-    """The trace's path relative to the site root, copied there when it lies elsewhere; None if absent."""
+    """The trace's path relative to the site root, copied there when it lies elsewhere; None if absent.
+
+    The path comes from the database, which other machines write: only a file named like a trace
+    (`*.trace.json`) is linked or copied, so no row can publish another file of this machine."""
     source = Path(path)
-    if not source.is_file():
+    if not source.name.endswith(TRACE_SUFFIX) or not source.is_file():
         return None
     if writer is None:
         return str(source)
