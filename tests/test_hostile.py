@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, make_project
+from postgres import db_url, postgres_server, postgres_url  # noqa: F401  (fixtures)
 from test_declarations import CLAIM as DECLARED_CLAIM
 from test_report_site import HOSTILE_MACHINE, make_db
 
@@ -152,8 +153,28 @@ def test_reading_commands_work_on_a_database_they_may_not_write(site_db, tmp_pat
             assert done.returncode == 2, (name, done.stderr)
             assert "cannot write the database" in _one_line(done.stderr)
         assert _digest(db) == before and sorted(p.name for p in folder.iterdir()) == ["report.sqlite"]
+        folder.chmod(0o755)
+        old = folder / "old.sqlite"
+        _first_revision(f"sqlite:///{old}")
+        folder.chmod(0o555)
+        done = _cli(prefix, "report", "--out", str(tmp_path / "site"), "--db", f"sqlite:///{old}", cwd=tmp_path)
+        assert done.returncode == 2 and "is read-only here and its schema (0001) is older" in _one_line(done.stderr)
     finally:
         folder.chmod(0o755)
+
+
+def _first_revision(url: str) -> None:
+    from alembic import command
+    from alembic.script import ScriptDirectory
+
+    from proofbench.db.session import alembic_config, engine_for
+
+    engine = engine_for(url)
+    with engine.begin() as connection:
+        config = alembic_config(engine)
+        config.attributes["connection"] = connection
+        command.upgrade(config, ScriptDirectory.from_config(config).get_base())
+    engine.dispose()
 
 
 def _newer(path: Path) -> None:
@@ -171,6 +192,28 @@ DATABASES = {
     "not-sqlite": (lambda p: p.write_bytes(b"PK\x03\x04 a zip, not a database" * 100), "file is not a database"),
     "truncated": (lambda p: p.write_bytes(p.read_bytes()[:8192]), "database disk image is malformed"),
 }
+
+
+def test_tables_of_another_application_and_of_a_newer_proofbench(capsys, db_url, tmp_path):
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(db_url)
+    with engine.begin() as connection:
+        connection.execute(text("CREATE TABLE invoices (id INTEGER PRIMARY KEY)"))
+    code, _, err = _run(capsys, "db", "upgrade", "--db", db_url)
+    if db_url.startswith("sqlite"):  # a SQLite file is one application's
+        assert code == 2 and "is not a proofbench database (it holds other tables: invoices)" in _one_line(err)
+        return
+    assert code == 0, err  # a PostgreSQL database may be shared: proofbench's tables go beside the others
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE alembic_version SET version_num = '9999_newer'"))
+    code, _, err = _run(capsys, "report", "--out", str(tmp_path / "site"), "--db", db_url)
+    assert code == 2 and "has schema revision '9999_newer'" in _one_line(err)
+    with engine.begin() as connection:
+        connection.execute(text("DROP TABLE alembic_version"))
+    code, _, err = _run(capsys, "db", "upgrade", "--db", db_url)
+    assert code == 2 and "is not a proofbench database (it holds other tables: alerts," in _one_line(err)
+    engine.dispose()
 
 
 @pytest.mark.parametrize("command", [*READING.values(), *WRITING.values()], ids=[*READING, *WRITING])
@@ -675,3 +718,62 @@ def test_profile_output_that_is_a_file_is_refused_before_profiling(capsys, tmp_p
                         str(REPO), "--db", f"sqlite:///{tmp_path / 'db.sqlite'}")
     assert code == 2 and "is a file; name a directory" in _one_line(err)
     assert (tmp_path / "a-file").read_text() == "keep" and not (tmp_path / "db.sqlite").exists()
+
+
+# -- what main already refused: verified here ----------------------------------------------
+
+@pytest.mark.parametrize("form", ["text", "json"])
+def test_an_internal_error_is_exit_3_in_one_line_and_json_for_json_and_shows_no_password(
+        capsys, monkeypatch, tmp_path, form):
+    from proofbench.analysis import check
+
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}?uri=true&password={SECRET}"
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError(f"boom while reading {url}\nsecond line")
+
+    monkeypatch.setattr(check, "run_check", broken)
+    monkeypatch.setenv("PROOFBENCH_DB", url)
+    code, out, err = _run(capsys, "check", "--no-git", "--format", form)
+    line = _one_line(err)
+    assert code == 3 and line.startswith("proofbench: internal error: ZeroDivisionError: boom while reading")
+    assert "second line" not in err and SECRET not in out + err
+    if form == "json":
+        document = json.loads(out)
+        assert document["status"] == "error" and document["exit_code"] == 3
+        assert document["error"].startswith("internal error: ZeroDivisionError: boom")
+
+
+@pytest.mark.parametrize("out", ["/", "{db}", "{tmp}"])
+def test_report_output_that_is_not_empty_or_a_file_is_refused(capsys, site_db, tmp_path, out):
+    db = tmp_path / "db.sqlite"
+    shutil.copyfile(site_db, db)
+    target = out.format(db=db, tmp=tmp_path)
+    before = sorted(p.name for p in Path(target).parent.iterdir())
+    code, _, err = _run(capsys, "report", "--out", target, "--db", f"sqlite:///{db}")
+    line = _one_line(err)
+    assert code == 2 and ("is a file, not a directory" in line or "is not empty and holds no earlier proofbench site"
+                          in line), line
+    assert sorted(p.name for p in Path(target).parent.iterdir() if not p.name.startswith("db.sqlite-")) == \
+        [n for n in before if not n.startswith("db.sqlite-")]
+
+
+def test_a_loop_of_symbolic_links_is_one_line(capsys, site_db, tmp_path):
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    code, _, err = _run(capsys, "report", "--out", str(loop), "--db", f"sqlite:///{site_db}")
+    assert code == 2 and "a loop of symbolic links" in _one_line(err)
+    code, _, err = _run(capsys, "generate", "--check", "--project", str(loop))
+    assert code == 2 and "a loop of symbolic links" in _one_line(err)
+
+
+def test_a_stored_trace_path_publishes_no_other_file(capsys, site_db, tmp_path):
+    secret = tmp_path / "id_rsa"
+    secret.write_text("PRIVATE KEY")
+    db = tmp_path / "db.sqlite"
+    shutil.copyfile(site_db, db)
+    _sql(db, "UPDATE variant_profiles SET traces = json_object('python', ?, 'torch', ?)", str(secret), "/etc/passwd")
+    code, _, err = _run(capsys, "report", "--out", str(tmp_path / "site"), "--db", f"sqlite:///{db}")
+    assert code == 0, err
+    published = [p.read_text(errors="replace") for p in (tmp_path / "site").rglob("*") if p.is_file()]
+    assert not any("PRIVATE KEY" in text or "root:x:0:0" in text for text in published)
