@@ -72,10 +72,12 @@ def test_masked_hides_every_password(url):
 
 @pytest.mark.parametrize("command", [("report",), ("check", "--format", "json"), ("check", "--no-record"),
                                      ("db", "upgrade"), ("compare", "a", "b"), ("ingest", "."),
-                                     ("machine", "--name", "box")], ids=lambda c: "-".join(c))
+                                     ("machine", "--name", "box"), ("run", "--profile", "smoke"),
+                                     ("calibrate", "--profile", "smoke"), ("profile", "loading.lmdb_read")],
+                         ids=lambda c: "-".join(c))
 @pytest.mark.parametrize("url", URLS.values(), ids=URLS.keys())
 def test_no_command_prints_a_password(capsys, monkeypatch, tmp_path, url, command):
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(make_project(tmp_path / "project"))
     for how in ("--db", "env"):
         argv = [*command, *(["--db", url] if how == "--db" else [])]
         if how == "env":
@@ -536,6 +538,7 @@ def test_a_results_file_asv_did_not_write_is_not_taken_as_new(monkeypatch, tmp_p
     old = layout.results / "box" / f"{git.head(layout.project.root)[:8]}-existing-py.json"
     old.parent.mkdir(parents=True)
     old.write_text('{"an earlier run": true}')
+    os.mkfifo(old.with_name(old.name.replace("existing", "fifo")))  # never read: it would be waited on
     monkeypatch.setattr(runner, "drive", lambda *a, **k: Log(0, ()))  # asv ran, matched nothing, wrote nothing
     assert runner.run(layout, get_profile("smoke"), machine).results == ()
 

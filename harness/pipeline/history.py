@@ -279,6 +279,8 @@ def _results_files(directory: Path, commit: str) -> list[Path]:
     # asv names a file <commit8>-<env name>, or -env-<hash> when the name is long: read it.
     out = []
     for path in sorted(directory.glob(f"{commit[:8]}-*.json")):
+        if not path.is_file():
+            continue  # not a file asv wrote (a FIFO would be waited on)
         try:
             env_name = str(json.loads(path.read_text()).get("env_name", ""))
         except (OSError, ValueError):

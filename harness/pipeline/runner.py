@@ -85,8 +85,9 @@ def check_selection(bench: str | None, registry: Registry, profile: Profile) -> 
 
 
 def _contents(directory: Path, commit: str) -> dict[Path, str]:
-    # each results file of `commit` by the hash of its bytes
-    return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(directory.glob(f"{commit[:8]}-*.json"))}
+    # each results file of `commit` by the hash of its bytes (a FIFO or a directory is no file asv wrote)
+    return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(directory.glob(f"{commit[:8]}-*.json"))
+            if p.is_file()}
 
 
 def run(layout: Layout, profile: Profile, machine_profile: MachineProfile, bench: str | None = None,
