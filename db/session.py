@@ -32,38 +32,37 @@ _SECRET_NAME = re.compile(r"pass|pwd|secret|token|credential", re.IGNORECASE)  #
 _QUERY_PARAM = re.compile(r"([?&][^=&#]*=)([^&#]*)")
 
 
-def _userinfo(url: str) -> tuple[int, int]:
-    # Where the user part of `url` starts and where its last '@' is (-1: none). The last '@'
-    # before the query: a password may hold an unencoded '@' or '/'; no scheme is read as none.
+def _password_spans(url: str) -> list[tuple[int, int]]:
+    # Where the passwords of `url` lie: values of query parameters named like one, wherever they
+    # are, and the user part's after its ':' up to the last '@' outside those values (a password
+    # may hold an unencoded '@', '/' or '?'); a URL without a scheme is read the same way.
+    spans = [m.span(2) for m in _QUERY_PARAM.finditer(url) if _SECRET_NAME.search(m.group(1))]
     scheme = url.find("://")
     start = scheme + 3 if scheme >= 0 else 0
-    query = url.find("?", start)
-    return start, url.rfind("@", start, len(url) if query < 0 else query)
+    at = next((i for i in range(len(url) - 1, start - 1, -1)
+               if url[i] == "@" and not any(a <= i < b for a, b in spans)), -1)
+    colon = url.find(":", start, at) if at >= 0 else -1
+    merged: list[tuple[int, int]] = []
+    for a, b in sorted(spans + ([(colon + 1, at)] if colon >= 0 else [])):
+        if merged and a <= merged[-1][1]:  # one inside or touching another: one span
+            first, end = merged.pop()
+            a, b = first, max(b, end)
+        merged.append((a, b))
+    return merged
 
 
 def masked(url: str) -> str:
     """The URL with every password replaced by ***: the user part's and any query parameter
     named like one (`?password=`), whether or not the URL parses."""
-    start, at = _userinfo(url)
-    colon = url.find(":", start, at) if at >= 0 else -1
-    if colon >= 0:
-        url = url[:colon + 1] + "***" + url[at:]
-    query = url.find("?", _userinfo(url)[1] + 1)
-    if query < 0:
-        return url
-    return url[:query] + _QUERY_PARAM.sub(
-        lambda m: m.group(1) + ("***" if _SECRET_NAME.search(m.group(1)) else m.group(2)), url[query:])
+    for a, b in reversed(_password_spans(url)):
+        url = url[:a] + "***" + url[b:]
+    return url
 
 
 def secrets(url: str) -> list[str]:
     """Every password in `url`, as written and decoded, with each part after an '@' in one
     (a driver that misreads `p@ss@host` names `ss@host`); longest first."""
-    start, at = _userinfo(url)
-    userinfo = url[start:at] if at >= 0 else ""
-    found = [userinfo.split(":", 1)[1]] if ":" in userinfo else []
-    query = url.find("?", max(at, start))
-    if query >= 0:
-        found += [m.group(2) for m in _QUERY_PARAM.finditer(url[query:]) if _SECRET_NAME.search(m.group(1))]
+    found = [url[a:b] for a, b in _password_spans(url)]
     found += [unquote_plus(s) for s in found]
     parts = {s.split("@", i)[-1] for s in found for i in range(s.count("@") + 1)}
     return sorted((s for s in parts if s), key=len, reverse=True)
@@ -164,7 +163,6 @@ def _reason(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
-
 def alembic_config(engine: Engine) -> Config:
     """Alembic configured for this package's migrations and the given engine."""
     config = Config()
@@ -212,6 +210,9 @@ def _own_tables() -> set[str]:
 
 
 def _where(engine: Engine) -> str:
+    # the database as its user named it (a read-only SQLite file by its path)
+    if read_only(engine):
+        return f"sqlite:///{str(engine.url.database).removeprefix('file:')}"
     return masked(engine.url.render_as_string(hide_password=False))
 
 

@@ -35,6 +35,8 @@ URLS = {  # every shape a password takes in a database URL
     "unknown-driver": f"postgresql+nosuch://bench:{SECRET}@127.0.0.1:1/proofbench",
     "sqlite-query": f"sqlite:////nonexistent-dir-for-proofbench/x.sqlite?password={SECRET}",
     "percent-encoded": f"postgresql+psycopg://bench:{SECRET.replace('-', '%2D')}@127.0.0.1:1/proofbench",
+    "unencoded-question-mark": f"postgresql+psycopg://bench:{SECRET}?x=1@127.0.0.1:1/proofbench",
+    "at-in-query-password": f"postgresql+psycopg://bench@127.0.0.1:1/proofbench?password={SECRET}@x&pwd={SECRET}",
 }
 
 
