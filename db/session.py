@@ -2,39 +2,85 @@
 
 Any SQLAlchemy URL works: a SQLite file for one machine, `postgresql+psycopg://...` for a fleet
 sharing one database (which URL a command uses is the project's business: proofbench.project). SQLite runs in WAL mode with a
-busy timeout so several ingesting processes can share the file.
+busy timeout so several ingesting processes can share the file. A SQLite file this process may
+not write is opened read-only, for the commands that only read; no message ever shows a password.
 """
 from __future__ import annotations
 
+import os
 import re
+import sqlite3
+import warnings
 from pathlib import Path
+from urllib.parse import unquote_plus
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, SAWarning, SQLAlchemyError
+from sqlalchemy.pool import StaticPool
 
 from proofbench.errors import DatabaseError
 
 ROOT = Path(__file__).resolve().parent
 BUSY_TIMEOUT_MS = 30_000
 MIGRATION_LOCK = 0x70726F6F66  # PostgreSQL advisory lock key ("proof") held while migrating
+_SECRET_NAME = re.compile(r"pass|pwd|secret|token|credential", re.IGNORECASE)  # query parameters masked
+_QUERY_PARAM = re.compile(r"([?&][^=&#]*=)([^&#]*)")
+
+
+def _password_spans(url: str) -> list[tuple[int, int]]:
+    # Where the passwords of `url` lie: values of query parameters named like one, wherever they
+    # are, and the user part's after its ':' up to the last '@' outside those values (a password
+    # may hold an unencoded '@', '/' or '?'); a URL without a scheme is read the same way.
+    spans = [m.span(2) for m in _QUERY_PARAM.finditer(url) if _SECRET_NAME.search(m.group(1))]
+    scheme = url.find("://")
+    start = scheme + 3 if scheme >= 0 else 0
+    at = next((i for i in range(len(url) - 1, start - 1, -1)
+               if url[i] == "@" and not any(a <= i < b for a, b in spans)), -1)
+    colon = url.find(":", start, at) if at >= 0 else -1
+    merged: list[tuple[int, int]] = []
+    for a, b in sorted(spans + ([(colon + 1, at)] if colon >= 0 else [])):
+        if merged and a <= merged[-1][1]:  # one inside or touching another: one span
+            first, end = merged.pop()
+            a, b = first, max(b, end)
+        merged.append((a, b))
+    return merged
 
 
 def masked(url: str) -> str:
-    """The URL with its password replaced by ***, for messages."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)
+    """The URL with every password replaced by ***: the user part's and any query parameter
+    named like one (`?password=`), whether or not the URL parses."""
+    for a, b in reversed(_password_spans(url)):
+        url = url[:a] + "***" + url[b:]
+    return url
+
+
+def secrets(url: str) -> list[str]:
+    """Every password in `url`, as written and decoded, with each part after an '@' in one
+    (a driver that misreads `p@ss@host` names `ss@host`); longest first."""
+    found = [url[a:b] for a, b in _password_spans(url)]
+    found += [unquote_plus(s) for s in found]
+    parts = {s.split("@", i)[-1] for s in found for i in range(s.count("@") + 1)}
+    return sorted((s for s in parts if s), key=len, reverse=True)
+
+
+def scrub(message: str, url: str) -> str:
+    """`message` (a driver's words, say) with every password of `url` in it replaced by ***."""
+    for secret in secrets(url):
+        message = message.replace(secret, "***")
+    return message
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
     # Let SQLAlchemy emit BEGIN itself (see _sqlite_begin) instead of pysqlite's deferred one.
+    # (WAL mode is a property of the file, set once by `upgrade`: a file that turns out not to be
+    # proofbench's is left as it was.)
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
@@ -46,34 +92,75 @@ def _sqlite_begin(connection) -> None:
     connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
-def engine_for(url: str) -> Engine:
-    """An engine for `url`; raises DatabaseError (password masked) if it cannot connect."""
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        raise DatabaseError(f"not a database URL: {masked(url)}") from None
-    kwargs = {}
-    if parsed.get_backend_name() == "sqlite":
-        if parsed.database and parsed.database != ":memory:":
+def _sqlite_read_only(dbapi_connection, _record) -> None:
+    dbapi_connection.isolation_level = None  # BEGIN comes from _sqlite_begin_reading
+
+
+def _sqlite_begin_reading(connection) -> None:
+    connection.exec_driver_sql("BEGIN")
+
+
+def _read_only_path(database: str | None) -> Path | None:
+    # A SQLite file that exists and that this process may not write (nor may it make its journal
+    # beside it): it is read as it is, and only by commands that read.
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    path = Path(database)
+    if not path.is_file():
+        return None
+    return None if os.access(path, os.W_OK) and os.access(path.parent, os.W_OK) else path.resolve()
+
+
+def _sqlite_engine(url: str, parsed) -> Engine:
+    read_only = _read_only_path(parsed.database)
+    if read_only is None:
+        if parsed.database and parsed.database != ":memory:" and not parsed.database.startswith("file:"):
             try:
                 Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise DatabaseError(f"cannot create the directory of {masked(url)}: {exc.strerror}") from None
-        kwargs["connect_args"] = {"timeout": BUSY_TIMEOUT_MS / 1000}
-    try:
-        engine = create_engine(url, **kwargs)
-    except (ArgumentError, ImportError) as exc:
-        raise DatabaseError(f"cannot use database {masked(url)}: {exc}") from None
-    if parsed.get_backend_name() == "sqlite":
+        engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
+        return engine
+    # Without a -shm file beside it no writer has the file open, and SQLite can read a WAL
+    # database it cannot write only as immutable.
+    flags = "mode=ro" + ("" if Path(f"{read_only}-shm").exists() else "&immutable=1")
+    engine = create_engine(f"sqlite:///file:{read_only}?{flags}&uri=true")
+    event.listen(engine, "connect", _sqlite_read_only)
+    event.listen(engine, "begin", _sqlite_begin_reading)
+    return engine
+
+
+def read_only(engine: Engine) -> bool:
+    """True for a SQLite file opened read-only (see engine_for)."""
+    return engine.url.get_backend_name() == "sqlite" and engine.url.query.get("mode") == "ro"
+
+
+def engine_for(url: str) -> Engine:
+    """An engine for `url`; raises DatabaseError (password masked) if it cannot connect."""
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError, TypeError):
+        raise DatabaseError(f"not a database URL: {masked(url)}") from None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", SAWarning)  # e.g. a query argument the driver would ignore
+            engine = _sqlite_engine(url, parsed) if parsed.get_backend_name() == "sqlite" else create_engine(url)
+    except (ArgumentError, ImportError, ValueError, TypeError, SAWarning) as exc:
+        raise DatabaseError(f"cannot use database {masked(url)}: {scrub(_reason(exc), url)}") from None
     try:
         with engine.connect():
             pass
-    except (OperationalError, SQLAlchemyError) as exc:
-        reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
-        raise DatabaseError(f"cannot reach database {masked(url)}: {reason}") from None
+    except (SQLAlchemyError, ValueError, TypeError) as exc:
+        raise DatabaseError(f"cannot reach database {masked(url)}: {scrub(_reason(exc), url)}") from None
     return engine
+
+
+def _reason(exc: BaseException) -> str:
+    # the driver's own first line where SQLAlchemy wraps one
+    exc = getattr(exc, "orig", None) or exc
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def alembic_config(engine: Engine) -> Config:
@@ -85,13 +172,65 @@ def alembic_config(engine: Engine) -> Config:
     return config
 
 
+def _head(engine: Engine) -> tuple[str, set[str]]:
+    script = ScriptDirectory.from_config(alembic_config(engine))
+    return script.get_current_head(), {rev.revision for rev in script.walk_revisions()}
+
+
+def schema_revision(engine: Engine) -> str | None:
+    """The schema's migration revision (None: no tables yet); DatabaseError for a database that
+    holds tables of something else, or a revision this proofbench does not know (a newer one)."""
+    try:
+        with engine.connect() as connection:
+            tables = set(inspect(connection).get_table_names())
+            current = MigrationContext.configure(connection).get_current_revision() if tables else None
+    except SQLAlchemyError as exc:
+        raise DatabaseError(f"cannot read database {_where(engine)}: {_reason(exc)}") from None
+    # A SQLite file is one application's; a PostgreSQL database may be shared with others, unless
+    # tables of proofbench's names are there without its migrations.
+    foreign = tables if engine.dialect.name == "sqlite" else tables & _own_tables()
+    if foreign and current is None:
+        shown = ", ".join(sorted(foreign)[:5]) + (", ..." if len(foreign) > 5 else "")
+        raise DatabaseError(f"{_where(engine)} is not a proofbench database (it holds other tables: {shown}); "
+                            f"name an empty database or one proofbench made")
+    head, known = _head(engine)
+    if current is not None and current not in known:
+        raise DatabaseError(f"{_where(engine)} has schema revision {current[:40]!r}, which this proofbench does not "
+                            f"know (its newest is {head!r}): a newer proofbench wrote it; upgrade proofbench")
+    return current
+
+
+def _own_tables() -> set[str]:
+    # every table of the schema (models, alerts, profiles), as the migrations' environment sees it
+    import proofbench.db.alerts  # noqa: F401
+    import proofbench.db.profiles  # noqa: F401
+    from proofbench.db.models import Base
+
+    return set(Base.metadata.tables)
+
+
+def _where(engine: Engine) -> str:
+    # the database as its user named it (a read-only SQLite file by its path)
+    if read_only(engine):
+        return f"sqlite:///{str(engine.url.database).removeprefix('file:')}"
+    return masked(engine.url.render_as_string(hide_password=False))
+
+
 def upgrade(engine: Engine) -> None:
     """Bring the schema to the newest migration (creating it on an empty database)."""
+    current, head = schema_revision(engine), _head(engine)[0]
+    if current == head:
+        return
+    if read_only(engine):
+        raise DatabaseError(f"{_where(engine)} is read-only here and its schema ({current or 'none'}) is older than "
+                            f"this proofbench's ({head}): run `proofbench db upgrade` where it can be written")
     with engine.connect() as connection:
         sqlite = connection.dialect.name == "sqlite"
         if sqlite:
-            # SQLite alters a column by copying its table and dropping the old one, which enforced
-            # foreign keys forbid; the pragma only takes effect outside a transaction.
+            # WAL lets readers and one writer share the file; SQLite alters a column by copying its
+            # table and dropping the old one, which enforced foreign keys forbid. Both pragmas only
+            # take effect outside a transaction.
+            connection.connection.driver_connection.execute("PRAGMA journal_mode=WAL")
             connection.connection.driver_connection.execute("PRAGMA foreign_keys=OFF")
         try:
             with connection.begin():
@@ -108,12 +247,30 @@ def upgrade(engine: Engine) -> None:
                 connection.connection.driver_connection.execute("PRAGMA foreign_keys=ON")
 
 
-def connect(url: str, migrate: bool = True) -> Engine:
-    """An engine on a database whose schema is current."""
+def connect(url: str, migrate: bool = True, write: bool = True) -> Engine:
+    """An engine on a database whose schema is current. A command that only reads passes
+    `write=False`, and then works on a SQLite file it may not write."""
     engine = engine_for(url)
+    if write and read_only(engine):
+        raise DatabaseError(f"{masked(url)}: cannot write the database (no write permission on the file or its "
+                            f"directory)")
     if migrate:
         upgrade(engine)
+    else:
+        schema_revision(engine)
     return engine
+
+
+def scratch_copy(engine: Engine) -> Engine:
+    """An in-memory copy of a SQLite database, for a command that writes only what it throws
+    away (`check --no-record` on a file it may not write)."""
+    memory = sqlite3.connect(":memory:", check_same_thread=False)
+    with engine.connect() as connection:
+        connection.connection.driver_connection.backup(memory)
+    copy = create_engine("sqlite://", creator=lambda: memory, poolclass=StaticPool)
+    event.listen(copy, "connect", _sqlite_pragmas)
+    event.listen(copy, "begin", _sqlite_begin)
+    return copy
 
 
 def has_schema(engine: Engine) -> bool:

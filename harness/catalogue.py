@@ -18,8 +18,8 @@ class Catalogue:
 
 def load_catalogue(project: Project) -> Catalogue:
     """Import every subject module of `project` and read its claims, each checked against them."""
-    registry = load(project.subjects, project.root)
-    if not any(registry.module_of(s.key) in project.subjects for s in registry):
+    registry = load(project.subjects, project.root).restricted(project.subjects)
+    if not len(registry):
         raise ProjectError(f"{project.file}: the subjects modules ({', '.join(project.subjects)}) register no subject; "
                            f"declare one with proofbench.register (see the README, 'Use proofbench in your repository')")
     claims = load_claims(project.claims) if project.claims is not None else ()

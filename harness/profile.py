@@ -6,11 +6,13 @@ which profile and which file from $PROOFBENCH_PROFILE and $PROOFBENCH_PROFILES.
 """
 from __future__ import annotations
 
+import math
 import os
-import tomllib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from proofbench import tomlfile
 from proofbench.declare import SIZE_NAMES
 from proofbench.errors import DeclarationError, InputError
 
@@ -19,6 +21,12 @@ DEFAULT = "quick"
 ENV_VAR = "PROOFBENCH_PROFILE"
 FILE_VAR = "PROOFBENCH_PROFILES"  # a project's own profiles file, beside the built-in ones
 _DEVICES = ("cpu", "cuda")
+
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,49}")  # a profile's name: stored with every result
+MAX_THREADS = 1024
+MAX_ROUNDS = 1000
+MAX_SECONDS = 3600.0  # of warm-up, or of sampling per benchmark parameter set
 
 
 @dataclass(frozen=True)
@@ -39,22 +47,49 @@ class Profile:
     bench: str = ""
 
     def __post_init__(self) -> None:
-        where = f"profile {self.name!r}"
+        where = f"profile {self.name[:60]!r}"
+        if not NAME.fullmatch(self.name):
+            raise DeclarationError(f"{where}: a name is 1-50 letters, digits, '_', '.' or '-', starting with a "
+                                   f"letter or digit")
+        if not isinstance(self.description, str) or not self.description.isprintable():
+            raise DeclarationError(f"{where}: description must be one line of text (no newline or control character)")
         if self.device not in _DEVICES:
             raise DeclarationError(f"{where}: device must be one of {', '.join(_DEVICES)}, got {self.device!r}")
         bad = [s for s in self.sizes if s not in SIZE_NAMES]
-        if bad or not self.sizes:
-            raise DeclarationError(f"{where}: sizes must be among {', '.join(SIZE_NAMES)}, got {list(self.sizes)}")
-        if self.threads < 0 or self.rounds < 1:
-            raise DeclarationError(f"{where}: threads must be >= 0 and rounds >= 1")
-        lo, hi, _ = self.repeat
-        if not 1 <= lo <= hi:
-            raise DeclarationError(f"{where}: repeat must be [min, max, seconds] with 1 <= min <= max")
+        if bad or not self.sizes or len(set(self.sizes)) != len(self.sizes):
+            raise DeclarationError(f"{where}: sizes must be distinct names among {', '.join(SIZE_NAMES)}, "
+                                   f"got {list(self.sizes)}")
+        _whole(where, "threads", self.threads, 0, MAX_THREADS)
+        _whole(where, "rounds", self.rounds, 1, MAX_ROUNDS)
+        lo, hi, seconds = self.repeat
+        _whole(where, "repeat[0] (min samples)", lo, 1, 10**6)
+        _whole(where, "repeat[1] (max samples)", hi, lo, 10**6)
+        _seconds(where, "repeat[2] (max seconds)", seconds, low_open=True)
+        _seconds(where, "warmup_time", self.warmup_time, low_open=False)
+        try:
+            re.compile(self.bench)
+        except (re.error, TypeError) as exc:
+            raise DeclarationError(f"{where}: bench {self.bench!r} is not a regular expression: {exc}") from None
 
     @property
     def torch_threads(self) -> int:
         """The thread count to give torch: the declared one, or every core for 0."""
         return self.threads or (os.cpu_count() or 1)
+
+
+def _whole(where: str, key: str, value: object, low: int, high: int) -> None:
+    # a whole number in [low, high]; true and 2.0 are not whole numbers here
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise DeclarationError(f"{where}: {key} must be a whole number from {low} to {high}, got {value!r}")
+
+
+def _seconds(where: str, key: str, value: object, low_open: bool) -> None:
+    # seconds: a finite number, above 0 (low_open) or at least 0, at most MAX_SECONDS
+    number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+    if not math.isfinite(number) or number < 0 or (low_open and number == 0) or number > MAX_SECONDS:
+        bound = "above 0" if low_open else "at least 0"
+        raise DeclarationError(f"{where}: {key} must be a number of seconds {bound} and at most {MAX_SECONDS:g}, "
+                               f"got {value!r}")
 
 
 _FIELDS = {"description": str, "device": str, "threads": int, "sizes": list, "rounds": int,
@@ -63,34 +98,30 @@ _FIELDS = {"description": str, "device": str, "threads": int, "sizes": list, "ro
 
 def load_profiles(path: Path = PROFILES_FILE) -> dict[str, Profile]:
     """Parse the profiles file; errors name the file and the offending key."""
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputError(f"{path}: profiles file not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path}: not valid TOML: {exc}") from None
+    data = tomlfile.read(path, "profiles file")
     return {name: _profile(path, name, table) for name, table in data.items()}
 
 
 def _profile(path: Path, name: str, table: object) -> Profile:
     if not isinstance(table, dict):
-        raise InputError(f"{path}: [{name}] must be a table")
+        raise InputError(f"{path}: [{name[:60]}] must be a table")
     for key, kind in _FIELDS.items():
         if key not in table and key != "bench":
-            raise InputError(f"{path}: [{name}] is missing key {key!r}")
-        if key in table and not isinstance(table[key], kind):
-            raise InputError(f"{path}: [{name}].{key} has the wrong type ({type(table[key]).__name__})")
+            raise InputError(f"{path}: [{name[:60]}] is missing key {key!r}")
+        if key in table and (not isinstance(table[key], kind) or isinstance(table[key], bool)):
+            raise InputError(f"{path}: [{name[:60]}].{key} has the wrong type ({type(table[key]).__name__}): "
+                             f"{repr(table[key])[:60]}")
     unknown = sorted(set(table) - set(_FIELDS))
     if unknown:
-        raise InputError(f"{path}: [{name}] has unknown key(s) {', '.join(unknown)}; expected {', '.join(_FIELDS)}")
+        raise InputError(f"{path}: [{name[:60]}] has unknown key(s) {', '.join(unknown)}; expected {', '.join(_FIELDS)}")
     repeat = table["repeat"]
     if len(repeat) != 3:
-        raise InputError(f"{path}: [{name}].repeat must be [min, max, seconds]")
+        raise InputError(f"{path}: [{name[:60]}].repeat must be [min, max, seconds]")
     try:
         return Profile(name=name, description=table["description"], device=table["device"],
                        threads=table["threads"], sizes=tuple(table["sizes"]), rounds=table["rounds"],
-                       repeat=(int(repeat[0]), int(repeat[1]), float(repeat[2])),
-                       warmup_time=float(table["warmup_time"]), bench=table.get("bench", ""))
+                       repeat=(repeat[0], repeat[1], repeat[2]), warmup_time=table["warmup_time"],
+                       bench=table.get("bench", ""))
     except DeclarationError as exc:
         raise InputError(f"{path}: {exc}") from None
 

@@ -25,11 +25,11 @@ from __future__ import annotations
 import fnmatch
 import math
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from proofbench import tomlfile
 from proofbench.errors import InputError
 
 FILE = "proofbench.toml"
@@ -104,13 +104,17 @@ class Project:
 def find(start: Path | None = None) -> Project | None:
     """The project of `start` (default: $PROOFBENCH_PROJECT, else the working directory) or of
     the nearest directory above it; None when there is none."""
-    here = (start or Path(os.environ.get(ENV_VAR) or Path.cwd())).resolve()
+    given = start or Path(os.environ.get(ENV_VAR) or Path.cwd())
+    try:
+        here = given.resolve()
+    except RuntimeError:  # Python 3.11's word for a loop of symbolic links
+        raise ProjectError(f"{given}: a loop of symbolic links") from None
     for directory in (here, *here.parents):
         if (directory / FILE).is_file():
             return load(directory / FILE)
         pyproject = directory / PYPROJECT
-        if pyproject.is_file() and "tool" in (data := _read(pyproject)) and "proofbench" in data["tool"]:
-            return _project(pyproject, data["tool"]["proofbench"], "[tool.proofbench]")
+        if pyproject.is_file() and isinstance(tool := _read(pyproject).get("tool"), dict) and "proofbench" in tool:
+            return _project(pyproject, tool["proofbench"], "[tool.proofbench]")
     return None
 
 
@@ -128,7 +132,7 @@ def require(start: Path | None = None) -> Project:
     """The project of `start`, or a ProjectError that says how to make one."""
     found = find(start)
     if found is None:
-        where = (start or Path.cwd()).resolve()
+        where = (start or Path(os.environ.get(ENV_VAR) or Path.cwd())).resolve()
         raise ProjectError(f"no {FILE} (or [tool.proofbench] in {PYPROJECT}) in {where} or any directory above it; "
                            f"run `proofbench init` there to write one")
     return found
@@ -140,12 +144,7 @@ def load(path: Path) -> Project:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ProjectError(f"{path}: cannot read: {exc.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ProjectError(f"{path}: not valid TOML: {exc}") from None
+    return tomlfile.read(path, "project file", ProjectError)
 
 
 def _project(path: Path, table: Any, prefix: str) -> Project:

@@ -54,6 +54,15 @@ class Registry:
         """The module that registered the subject `key` (what a benchmark process imports)."""
         return self._modules.get(key) or self.get(key).prepare.__module__
 
+    def restricted(self, modules: Sequence[str]) -> "Registry":
+        """The subjects registered by `modules` alone (a process may have imported others)."""
+        out = Registry()
+        for subject in self:
+            if self.module_of(subject.key) in modules:
+                out._subjects[subject.key] = subject
+                out._modules[subject.key] = self.module_of(subject.key)
+        return out
+
     def areas(self) -> list[str]:
         """The areas that have subjects, sorted."""
         return sorted({s.area for s in self})

@@ -104,13 +104,15 @@ def speedup(baseline: Sequence[float], variant: Sequence[float], confidence: flo
     if n == 0 or m == 0:
         return Speedup(math.nan, math.nan, math.nan, math.nan, n, m)
     diffs = np.sort(np.subtract.outer(b, v).ravel())
-    estimate = float(np.exp(np.median(diffs)))
+    with np.errstate(over="ignore"):  # a ratio beyond a float's range is infinite, and reads so
+        estimate = float(np.exp(np.median(diffs)))
     p_value = float(_stats.mannwhitneyu(b, v, alternative="two-sided").pvalue) if min(n, m) > 0 else math.nan
     k = _critical_rank(n, m, confidence)
     if k is None:
         low, high = math.nan, math.nan
     else:
-        low, high = float(np.exp(diffs[k])), float(np.exp(diffs[n * m - 1 - k]))
+        with np.errstate(over="ignore"):
+            low, high = float(np.exp(diffs[k])), float(np.exp(diffs[n * m - 1 - k]))
     return Speedup(estimate, low, high, p_value, n, m)
 
 

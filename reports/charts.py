@@ -15,6 +15,8 @@ from typing import Sequence
 import numpy as np
 
 LOG_SPAN = 8.0
+DRAWABLE = (1e-300, 1e300)  # magnitudes an axis can hold (ticks are powers of ten); others are marked off scale
+MAX_DECADES = 8  # log-axis ticks at most this many decades apart in count
 WIDTH, HEIGHT = 560, 270
 LEFT, RIGHT, TOP, BOTTOM = 66, 16, 30, 44
 CHAR_PX = 6.4  # average width of a 11px sans-serif character, for laying out legends
@@ -104,6 +106,7 @@ class Chart:
     markers: tuple[Marker, ...] = ()
     rules: tuple[Rule, ...] = ()
     failures: tuple[float, ...] = ()
+    off_scale: tuple[float, ...] = ()  # x of values too large or too small to draw (the tables show them)
     legend: tuple[LegendEntry, ...] = ()
     width: int = WIDTH
     height: int = HEIGHT
@@ -155,9 +158,15 @@ def _linear_ticks(lo: float, hi: float) -> tuple[float, float, list[float]]:
 def _log_ticks(lo: float, hi: float) -> tuple[float, float, list[float]]:
     lo, hi = lo / 1.15, hi * 1.15
     mantissas = (1, 2, 5) if hi / lo < 1e3 else (1,)
-    decades = range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+    first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    decades = range(first, last + 1, max(1, math.ceil((last - first) / MAX_DECADES)))
     ticks = [m * 10.0**d for d in decades for m in mantissas if lo <= m * 10.0**d <= hi]
     return lo, hi, ticks
+
+
+def drawable(value: float) -> bool:
+    """True for a finite value whose magnitude an axis can hold (zero included)."""
+    return math.isfinite(value) and (value == 0 or DRAWABLE[0] <= abs(value) <= DRAWABLE[1])
 
 
 def _label(value: float) -> str:
@@ -207,9 +216,11 @@ def line_chart(chart_id: str, title: str, quantity: Quantity, plots: list[Plot],
                rules: Sequence[tuple[float, str, str]] = ()) -> Chart | None:
     """A chart of `plots` over commit ranks; None when no plot has a value to show."""
     arrays = [np.asarray(p.values, dtype=float) for p in plots]
-    finite = [float(v) for a in (a[np.isfinite(a)] for a in arrays) if len(a) for v in (a.min(), a.max())]
+    fits = [np.vectorize(drawable, otypes=[bool])(a) if len(a) else np.zeros(0, bool) for a in arrays]
+    finite = [float(v) for a in (a[f] for a, f in zip(arrays, fits)) if len(a) for v in (a.min(), a.max())]
     if not finite:
         return None
+    rules = [rule for rule in rules if drawable(rule[0])]
     ranks = [r for p in plots for r in p.ranks]
     r0, r1 = min(ranks), max(ranks)
     if r0 == r1:
@@ -217,13 +228,14 @@ def line_chart(chart_id: str, title: str, quantity: Quantity, plots: list[Plot],
     x = _Scale(r0, r1, LEFT, WIDTH - RIGHT, False)
     y, y_ticks, y_label = value_axis(quantity, finite + [v for v, _, _ in rules], HEIGHT - BOTTOM, TOP,
                                      zero=quantity.kind == "factor")
-    lines, failures = [], []
-    for p, vals in zip(plots, arrays):
-        valid = np.isfinite(vals) & ((vals > 0) if y.log else True)
+    lines, failures, off_scale = [], [], []
+    for p, vals, fit in zip(plots, arrays, fits):
+        valid = fit & ((vals > 0) if y.log else True)
         xs = x(np.asarray(p.ranks, dtype=float))
         ys = y(np.where(valid, vals, 1.0))
         lines.append(Line(p.label, p.css, *_paths(xs, ys, valid)))
-        failures.extend(round(float(xx), 1) for xx, ok in zip(xs, valid) if not ok)
+        failures.extend(round(float(xx), 1) for xx, v in zip(xs, vals) if np.isnan(v))
+        off_scale.extend(round(float(xx), 1) for xx, v, ok in zip(xs, vals, valid) if not ok and not np.isnan(v))
     return Chart(
         id=chart_id, title=title, y_label=y_label, x_label=x_label, log=y.log,
         x_ticks=tuple(Tick(round(float(x(np.array(float(r)))), 1), label) for r, label in x_ticks),
@@ -233,6 +245,7 @@ def line_chart(chart_id: str, title: str, quantity: Quantity, plots: list[Plot],
                              title) for r, n, bad, title in markers),
         rules=tuple(Rule(round(float(y(np.array(v))), 1), label, css) for v, label, css in rules),
         failures=tuple(sorted(set(failures))),
+        off_scale=tuple(sorted(set(off_scale) - set(failures))),
         legend=_legend([(p.label, p.css) for p in plots], WIDTH - RIGHT))
 
 
@@ -268,7 +281,7 @@ class Strip:
 def strip_chart(chart_id: str, title: str, quantity: Quantity,
                 rows: list[tuple[str, str, Sequence[float]]]) -> Strip | None:
     """Dots for every raw sample of each row; None when there are no samples."""
-    rows = [(label, css, [s for s in samples if s is not None and math.isfinite(s) and s > 0])
+    rows = [(label, css, [s for s in samples if s is not None and drawable(s) and s > 0])
             for label, css, samples in rows]
     rows = [r for r in rows if r[2]]
     if not rows:

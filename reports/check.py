@@ -57,16 +57,17 @@ def text(report) -> str:
         if f.resolved_at:
             lines.append(f"    level back at {f.resolved_at.short} {f.resolved_at.subject!r}")
     lines.append(_totals(report))
-    return "\n".join(lines)
+    return fmt.visible("\n".join(lines))
 
 
 def _cell(value: str) -> str:
-    return value.replace("|", "\\|").replace("\n", " ")
+    # one table cell: no pipe, newline or HTML tag from data changes the table
+    return fmt.visible(value).replace("|", "\\|").replace("\n", " ").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def markdown(report) -> str:
     """The report as a Markdown table, for a pull request or an issue comment."""
-    lines = [f"### {_heading(report)}", "", _totals(report), ""]
+    lines = [f"### {_cell(_heading(report))}", "", _totals(report), ""]
     if report.findings:
         lines += ["| state | kind | series | commit | before | after | ratio | p |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- |"]

@@ -70,19 +70,19 @@ def text(comparison) -> str:
     from rich.table import Table
 
     a, b = comparison.a.name, comparison.b.name
-    table = Table(title=f"proofbench — {a} (A) against {b} (B)")
+    table = Table(title=fmt.cell(f"proofbench — {a} (A) against {b} (B)"))
     for column in ("subject", "size", "variant", f"speedup on {a}", f"speedup on {b}", f"{a} items/s",
                    f"{b} items/s", "A/B items/s [95% CI]"):
-        table.add_column(column)
+        table.add_column(fmt.cell(column))
     for s in comparison.subjects:
         for v in s.variants:
-            table.add_row(s.subject, s.size, v.variant, _cell(v.a), _cell(v.b),
-                          fmt.rate(v.a.items_per_second) if v.a else "—",
-                          fmt.rate(v.b.items_per_second) if v.b else "—", _ratio_cell(v))
+            table.add_row(*map(fmt.cell, (s.subject, s.size, v.variant, _cell(v.a), _cell(v.b),
+                                          fmt.rate(v.a.items_per_second) if v.a else "—",
+                                          fmt.rate(v.b.items_per_second) if v.b else "—", _ratio_cell(v))))
     width = 200
     out = Console(file=io.StringIO(), width=width, color_system=None, record=True)
-    out.print(_side_line("A", comparison.a))
-    out.print(_side_line("B", comparison.b))
+    out.print(fmt.cell(_side_line("A", comparison.a)))
+    out.print(fmt.cell(_side_line("B", comparison.b)))
     if not comparison.same_commit:
         out.print("note: the machines are compared at different commits (each one's latest)")
     out.print(table)

@@ -7,6 +7,10 @@ import re
 
 from proofbench.reports.output import slug
 
+# Characters that data may hold but no page or terminal should receive as such: C0 and C1
+# controls other than tab and newline (NUL, ESC, CR, DEL...) and the bidirectional marks,
+# embeddings, overrides and isolates that reorder what is displayed (U+202E).
+_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
 _ENERGY_UNITS = ((1e3, "kJ"), (1.0, "J"), (1e-3, "mJ"), (1e-6, "µJ"), (1e-9, "nJ"))
 _BYTE_UNITS = ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
@@ -16,10 +20,17 @@ def _missing(x: float | None) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
-def _scaled(x: float | None, units: tuple[tuple[float, str], ...]) -> str:
-    # the first unit the value reaches, else the smallest
+def _special(x: float | None) -> str | None:
+    # what a missing or an infinite value reads as (an overflowing ratio is infinite); None for others
     if _missing(x):
         return "—"
+    return ("∞" if x > 0 else "−∞") if math.isinf(x) else None
+
+
+def _scaled(x: float | None, units: tuple[tuple[float, str], ...]) -> str:
+    # the first unit the value reaches, else the smallest
+    if (special := _special(x)) is not None:
+        return special
     for scale, unit in units:
         if abs(x) >= scale:
             return f"{x / scale:.3g} {unit}"
@@ -39,8 +50,8 @@ def joules(x: float | None) -> str:
 
 def byte_size(x: float | None) -> str:
     """1572864 -> '1.5 MiB'."""
-    if _missing(x):
-        return "—"
+    if (special := _special(x)) is not None:
+        return special
     for scale, unit in _BYTE_UNITS:
         if abs(x) >= scale:
             return f"{x / scale:.3g} {unit}"
@@ -49,8 +60,8 @@ def byte_size(x: float | None) -> str:
 
 def rate(x: float | None) -> str:
     """12345.6 -> '12.3k'."""
-    if _missing(x):
-        return "—"
+    if (special := _special(x)) is not None:
+        return special
     for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(x) >= scale:
             return f"{x / scale:.3g}{unit}"
@@ -59,8 +70,8 @@ def rate(x: float | None) -> str:
 
 def si(x: float | None, unit: str) -> str:
     """A rate with an SI prefix and its unit: (1.07e11, 'FLOP/s') -> '107 GFLOP/s'."""
-    if _missing(x):
-        return "—"
+    if (special := _special(x)) is not None:
+        return special
     for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(x) >= scale:
             return f"{x / scale:.3g} {prefix}{unit}"
@@ -69,25 +80,26 @@ def si(x: float | None, unit: str) -> str:
 
 def factor(x: float | None) -> str:
     """1.234 -> '1.23x'."""
-    return "—" if _missing(x) else f"{x:.2f}x"
+    special = _special(x)
+    return f"{x:.2f}x" if special is None else special if special == "—" else f"{special}x"
 
 
 def interval(low: float | None, high: float | None) -> str:
     """A ratio interval: '[1.10, 1.40]'."""
     if _missing(low) or _missing(high):
         return ""
-    return f"[{low:.2f}, {high:.2f}]"
+    return "[" + ", ".join(_special(v) or f"{v:.2f}" for v in (low, high)) + "]"
 
 
 def percent(x: float | None) -> str:
     """0.25 -> '25%'."""
-    return "—" if _missing(x) else f"{x:.0%}"
+    return _special(x) or f"{x:.0%}"
 
 
 def signed_percent(x: float | None) -> str:
     """A relative change: 0.123 -> '+12.3%', -0.05 -> '−5.0%'."""
-    if _missing(x):
-        return "—"
+    if (special := _special(x)) is not None:
+        return special
     return f"+{x:.1%}" if x >= 0 else f"−{-x:.1%}"
 
 
@@ -95,7 +107,7 @@ def amount(x: float | None, kind: str) -> str:
     """A value in its kind's unit: seconds, bytes, rate or factor."""
     shown = {"seconds": seconds, "bytes": byte_size, "rate": rate, "factor": factor}.get(kind)
     if shown is None:
-        return "—" if _missing(x) else f"{x:.4g}"
+        return _special(x) or f"{x:.4g}"
     return shown(x)
 
 
@@ -175,6 +187,19 @@ def source(name: str) -> str:
     """A claim's source document, short: the seed's number ('000') or the file's name."""
     head = name.split("_", 1)[0]
     return head if head.isdigit() else name.rsplit("/", 1)[-1]
+
+
+def visible(text: str) -> str:
+    """`text` with every control or bidirectional-override character shown as its code point:
+    'a\u202eb' -> 'a<U+202E>b'. Text from data passes through this before a page or a terminal."""
+    return _HIDDEN.sub(lambda m: f"<U+{ord(m.group()):04X}>", text)
+
+
+def cell(value: object):
+    """`value` as terminal text (a rich Text): shown as written, never read as markup."""
+    from rich.text import Text
+
+    return Text(visible(str(value)))
 
 
 def css_class(label: str) -> str:

@@ -33,9 +33,11 @@ MARKER = ".proofbench-site"  # in every directory proofbench writes a site into
 def claim_directory(root: Path) -> Path:
     """`root`, made or found empty or holding an earlier site (the marker says so), and marked as
     a site; anything else (a file, a directory of other things such as /) is refused."""
-    root = root.resolve()
+    root = _resolved(root)
     if root.exists() and not root.is_dir():
         raise InputError(f"report: --out {root} is a file, not a directory")
+    if (root / MARKER).is_symlink():  # writing the marker would write wherever it points
+        raise InputError(f"report: {root / MARKER} is a symbolic link, not a marker proofbench wrote")
     if root.is_dir() and not (root / MARKER).is_file() and any(root.iterdir()):
         raise InputError(f"report: {root} is not empty and holds no earlier proofbench site; choose an empty "
                          f"or new directory")
@@ -45,6 +47,33 @@ def claim_directory(root: Path) -> Path:
     except OSError as exc:
         raise InputError(f"report: cannot write into {root}: {exc.strerror}") from None
     return root
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except RuntimeError:  # Python 3.11 raises it for a loop of symbolic links
+        raise InputError(f"report: {path} is a loop of symbolic links") from None
+
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def claim_file(path: Path, option: str = "--out") -> Path:
+    """`path`, where one page or document may be written: not a directory, and not a database
+    (an existing SQLite file is never written over)."""
+    if path.is_dir():
+        raise InputError(f"{option} {path}: is a directory; name a file")
+    try:
+        with path.open("rb") as fh:
+            database = fh.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER
+    except FileNotFoundError:
+        return path
+    except OSError as exc:
+        raise InputError(f"{option} {path}: cannot read: {exc.strerror}") from None
+    if database:
+        raise InputError(f"{option} {path}: is a SQLite database; it is not written over")
+    return path
 
 
 class SiteWriter:
@@ -75,7 +104,7 @@ class SiteWriter:
 
     def path(self, relative: str) -> Path:
         """`root / relative`, refused unless it resolves inside the root."""
-        target = (self.root / relative).resolve()
+        target = _resolved(self.root / relative)
         if not target.is_relative_to(self.root) or target == self.root:
             raise InputError(f"report: page path {relative!r} would be written outside {self.root}")
         return target

@@ -25,6 +25,7 @@ from proofbench.reports.output import SiteWriter, slug
 
 TOP_OPERATORS = 10  # rows of the side-by-side table: the union of each variant's top ones
 PROFILES_DIR = "profiles"
+TRACE_SUFFIX = ".trace.json"  # what `proofbench profile` names its traces
 
 
 @dataclass(frozen=True)
@@ -83,9 +84,12 @@ def _limit(row: VariantProfileRow, calibration: CalibrationRow | None, figures: 
 
 
 def link_trace(writer: SiteWriter | None, row: VariantProfileRow, path: str) -> str | None:
-    """The trace's path relative to the site root, copied there when it lies elsewhere; None if absent."""
+    """The trace's path relative to the site root, copied there when it lies elsewhere; None if absent.
+
+    The path comes from the database, which other machines write: only a file named like a trace
+    (`*.trace.json`) is linked or copied, so no row can publish another file of this machine."""
     source = Path(path)
-    if not source.is_file():
+    if not source.name.endswith(TRACE_SUFFIX) or not source.is_file():
         return None
     if writer is None:
         return str(source)
@@ -217,18 +221,18 @@ def terminal_tables(view: ProfileView) -> list:
     """The operator table (baseline beside each variant), the per-variant table and notes, for the console."""
     from rich.table import Table
 
-    operators = Table(title=f"{view.subject} ({view.size}): self time per call under the profiler")
+    operators = Table(title=fmt.cell(f"{view.subject} ({view.size}): self time per call under the profiler"))
     operators.add_column("operator / function", overflow="fold")
     for name in view.columns:
-        operators.add_column(name, justify="right")
+        operators.add_column(fmt.cell(name), justify="right")
     for line in view.operators:
-        operators.add_row(line.name, *[fmt.seconds(x) if x is not None else "—" for x in line.seconds])
+        operators.add_row(fmt.cell(line.name), *[fmt.seconds(x) if x is not None else "—" for x in line.seconds])
     variants = Table(title="work, distance to the limit, energy")
     for column in ("variant", "work per call", "achieved", "distance to the limit", "energy per item", "items/kWh"):
         variants.add_column(column, overflow="fold")
     for v in view.variants:
-        variants.add_row(*_terminal_row(v))
-    return [operators, variants, *_terminal_notes(view)]
+        variants.add_row(*map(fmt.cell, _terminal_row(v)))
+    return [operators, variants, *map(fmt.cell, _terminal_notes(view))]
 
 
 def _terminal_row(v: VariantWhy) -> list[str]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
@@ -23,9 +24,10 @@ from proofbench.db.commits import latest
 from proofbench.db.models import ClaimRow, Commit, Machine
 from proofbench.db.models import Environment as EnvironmentRow
 from proofbench.db.profiles import CalibrationRow, VariantProfileRow, calibrations, latest_profiles
+from proofbench.errors import DeclarationError
 from proofbench.reports import changes, matrix, queries
 from proofbench.reports import profiles as why
-from proofbench.reports.formatting import FILTERS
+from proofbench.reports.formatting import FILTERS, visible
 from proofbench.reports.machines import MachineColumn, column, has_gpu, labels, largest, profile_rows
 from proofbench.reports.output import SiteWriter
 from proofbench.reports.subjects import ChangeNote, SubjectPage, build, detectable
@@ -45,19 +47,33 @@ class MachineView:
     verdicts: dict[str, Verdict]  # claim id -> verdict
 
 
+def _visible(value: object) -> object:
+    # what a template prints; a macro's output (Markup) was made visible piece by piece inside it
+    return visible(value) if isinstance(value, str) and not isinstance(value, Markup) else value
+
+
 def environment() -> Environment:
-    """The Jinja2 environment: templates from reports/templates, autoescaped, strict."""
+    """The Jinja2 environment: templates from reports/templates, autoescaped, strict, every text
+    shown with its control and bidirectional-override characters made visible."""
     env = Environment(loader=PackageLoader("proofbench.reports", "templates"), autoescape=select_autoescape(default=True),
-                      trim_blocks=True, lstrip_blocks=True, undefined=StrictUndefined)
+                      trim_blocks=True, lstrip_blocks=True, undefined=StrictUndefined,
+                      finalize=_visible)
     env.filters.update(FILTERS)
     env.filters["limit_text"] = why.limit_text
     return env
 
 
-def _claims(session: Session) -> list[Claim]:
-    rows = session.scalars(select(ClaimRow).order_by(ClaimRow.subject, ClaimRow.id))
-    return [Claim(id=r.id, subject=r.subject, variant=r.variant, source=r.source, quote=r.quote, kind=r.kind,
-                  metric=r.metric, low=r.low, high=r.high, device=r.device, note=r.note) for r in rows]
+def _claims(session: Session) -> tuple[list[Claim], list[tuple[str, str]]]:
+    """The stored claims, and (id, why) of each that no claims file could hold (a NaN figure
+    written by other means): those are listed, not judged, so one cannot take the report down."""
+    claims, unreadable = [], []
+    for r in session.scalars(select(ClaimRow).order_by(ClaimRow.subject, ClaimRow.id)):
+        try:
+            claims.append(Claim(id=r.id, subject=r.subject, variant=r.variant, source=r.source, quote=r.quote,
+                                kind=r.kind, metric=r.metric, low=r.low, high=r.high, device=r.device, note=r.note))
+        except DeclarationError as exc:
+            unreadable.append((r.id, str(exc)))
+    return claims, unreadable
 
 
 def machine_views(session: Session, claims: list[Claim]) -> list[MachineView]:
@@ -82,6 +98,7 @@ class Site:
     generated: str
     columns: list[MachineColumn]
     claims: list[Claim]
+    unreadable_claims: list[tuple[str, str]]  # (id, why) of stored claims not judged
     subjects: list[SubjectPage]
     notes: list[ChangeNote]
     rows: list[matrix.Row]
@@ -120,6 +137,7 @@ class _Read:
     """What one database session hands over; `steps.result()` waits for the change points."""
 
     claims: list[Claim]
+    unreadable_claims: list[tuple[str, str]]
     history: queries.History
     columns: list[MachineColumn]
     environments: dict[int, str]
@@ -132,7 +150,7 @@ class _Read:
 def read(session: Session) -> _Read:
     """Every database read of a render, in one session (change points start first, so that
     on the fly they are found in worker processes while the rest is read)."""
-    claims = _claims(session)
+    claims, unreadable = _claims(session)
     history = queries.history(session)
     found = machines(session)
     check, steps = _change_points(session, history, {m.id for m in found})
@@ -144,7 +162,7 @@ def read(session: Session) -> _Read:
     except BaseException:
         steps.close()
         raise
-    return _Read(claims, history, columns, environments, check, steps, *profiled)
+    return _Read(claims, unreadable, history, columns, environments, check, steps, *profiled)
 
 
 def assemble(data: _Read, writer: SiteWriter) -> Site:
@@ -159,7 +177,7 @@ def assemble(data: _Read, writer: SiteWriter) -> Site:
     views = why.views(data.profiles, data.calibrations,
                            lambda machine, subject, size: by_machine[machine].figures.get((subject, size)), writer)
     return Site(generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), columns=columns,
-                claims=claims, subjects=subjects, notes=notes, rows=matrix.rows(columns, claims, built),
+                claims=claims, unreadable_claims=data.unreadable_claims, subjects=subjects, notes=notes, rows=matrix.rows(columns, claims, built),
                 ledger=matrix.ledger(columns, claims, built), commits=history.commits,
                 hardware=profile_rows([c.machine for c in columns]), check=data.check,
                 profiles=views,

@@ -220,7 +220,7 @@ def _aligned(target: Series, other: Series) -> np.ndarray:
 
 
 def _ratio(top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         out = top / bottom
     return np.where(np.isfinite(out), out, math.nan)
 

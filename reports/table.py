@@ -19,7 +19,7 @@ def print_latest(engine: Engine, machine_name: str, claims: tuple[Claim, ...]) -
 
     with Session(engine) as session:
         views = [v for v in machine_views(session, list(claims)) if v.machine.name == machine_name][-1:]
-    table = Table(title=f"proofbench — {machine_name}", highlight=False)
+    table = Table(title=fmt.cell(f"proofbench — {machine_name}"), highlight=False)
     for column in ("subject", "size", "variant", "time", "items/s", "speedup [95% CI]", "claim", "verdict"):
         table.add_column(column)
     for view in views:
@@ -27,7 +27,7 @@ def print_latest(engine: Engine, machine_name: str, claims: tuple[Claim, ...]) -
             for v in s.variants:
                 claim = next((c for c in claims if c.subject == s.subject and c.variant == v.variant), None)
                 verdict = view.verdicts.get(claim.id) if claim else None
-                table.add_row(*(_text(cell) for cell in (
+                table.add_row(*(fmt.cell(cell) for cell in (
                     s.subject, s.size, v.variant, fmt.seconds(v.time.median) if v.time else v.status,
                     fmt.rate(v.items_per_second),
                     f"{fmt.factor(v.speedup.estimate)} {fmt.interval(v.speedup.low, v.speedup.high)}"
@@ -35,10 +35,3 @@ def print_latest(engine: Engine, machine_name: str, claims: tuple[Claim, ...]) -
                     f"{fmt.promise(claim)} ({fmt.source(claim.source)})" if claim else "",
                     verdict.label if verdict else "")))
     Console(width=None if sys.stdout.isatty() else 160).print(table)
-
-
-def _text(value: str):
-    # Data may hold square brackets (machine names, reasons): shown as text, never as markup.
-    from rich.text import Text
-
-    return Text(str(value))

@@ -29,8 +29,7 @@ from proofbench.cli import main
 from proofbench.db.fleet import machine_history, store_machine
 from proofbench.db.models import Benchmark, Commit, Environment, IngestedFile, Machine, Result
 from proofbench.db.session import alembic_config, connect
-from proofbench.machine.capture import capture, to_asv_machine_json
-from proofbench.pipeline import runner
+from proofbench.machine.capture import capture, fingerprint, to_asv_machine_json
 from proofbench.pipeline.asv import Layout
 
 pytestmark = pytest.mark.slow
@@ -52,7 +51,11 @@ def fleet_results(smoke_run, directory: Path, name: str, *, nvml=None, time_scal
     layout, outcome = smoke_run
     profile = capture(name, nvml=nvml or FakeNvml(init_error=NO_NVML))
     target = replace(layout, results=directory / "results", workdir=directory)
-    runner.write_machine_files(profile, target)
+    # written as another machine's proofbench would, whatever the name (this one's refuses names
+    # that cannot be file names; results from elsewhere may carry any)
+    target.machines.mkdir(parents=True, exist_ok=True)
+    (target.machines / f"{name}.json").write_text(json.dumps({"fingerprint": fingerprint(profile),
+                                                              **profile.to_dict()}))
     (target.results / name).mkdir(parents=True, exist_ok=True)
     for source in outcome.results:
         data = json.loads(source.read_text())

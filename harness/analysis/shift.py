@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from dataclasses import dataclass, replace
 from typing import Sequence
 
@@ -202,8 +203,8 @@ class Test:
 
     def size(self, scale: float) -> float:
         """The step's relative size: |exp(delta) - 1| on the log scale, else |delta| / scale."""
-        if scale == 1.0:
-            return abs(math.expm1(self.delta))
+        if scale == 1.0:  # a step beyond exp(709) overflows a float: it is infinitely large here
+            return abs(math.expm1(self.delta)) if self.delta < math.log(sys.float_info.max) else math.inf
         return abs(self.delta) / scale if scale > 0 else math.inf
 
 

@@ -30,6 +30,7 @@ from proofbench.cli import (
     report,
     run,
 )
+from proofbench.cli.common import error_line
 from proofbench.errors import ProofbenchError
 
 COMMANDS = (init, run, history, check, gate, alerts, ingest, report, compare, machine, calibrate, profile, generate, db)
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except ProofbenchError as exc:
-        print(f"proofbench: {exc}", file=sys.stderr)
+        print(f"proofbench: {error_line(exc, args)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("proofbench: interrupted; everything ingested before the interrupt is kept", file=sys.stderr)
@@ -60,9 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - the one place an unexpected error becomes an exit code
         if os.environ.get(DEBUG_VAR):
             traceback.print_exc()
-        first = (str(exc).strip().splitlines() or [""])[0][:300]
-        print(f"proofbench: internal error: {type(exc).__name__}: {first} (a bug in proofbench; set "
-              f"{DEBUG_VAR}=1 for the traceback)", file=sys.stderr)
+        print(f"proofbench: {error_line(exc, args)} (a bug in proofbench; set {DEBUG_VAR}=1 for the traceback)",
+              file=sys.stderr)
         return INTERNAL_ERROR
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from proofbench.cli.common import add_db_option, console, engine, optional_project
+from proofbench.cli.common import add_db_option, engine, optional_project, say
 
 
 def add_parser(sub) -> None:
@@ -57,11 +57,11 @@ def handle(args: argparse.Namespace) -> int:
         row, _ = store_captured(session, machine)
         stored = find_calibration(session, row.id, run.device, run.torch_threads)
         if stored is not None and not args.again:
-            console.print(f"machine {row.name!r} (fingerprint {row.fingerprint}) is calibrated already at "
+            say(f"machine {row.name!r} (fingerprint {row.fingerprint}) is calibrated already at "
                           f"{run.device}, {run.torch_threads} thread(s) (row {stored.id}); --again measures again")
             document = stored.document
         else:
-            console.print(f"calibrating {run.device} at {run.torch_threads} torch thread(s) (profile {run.name}) ...")
+            say(f"calibrating {run.device} at {run.torch_threads} torch thread(s) (profile {run.name}) ...")
             measured = calibrate.calibrate(run.device, run.torch_threads, sizes=sizes,
                                            repeats=args.repeats or calibrate.REPEATS, copy_bytes=calibrate.COPY_BYTES)
             stored, _ = store_calibration(session, row.id, measured.to_dict(), replace=True)

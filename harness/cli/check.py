@@ -9,7 +9,7 @@ import argparse
 import json
 from pathlib import Path
 
-from proofbench.cli.common import add_db_option, engine, optional_project
+from proofbench.cli.common import add_db_option, engine, error_line, optional_project
 
 FORMATS = ("text", "json", "markdown")
 
@@ -34,19 +34,22 @@ def add_parser(sub) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from proofbench.analysis import check
+    from proofbench.db.session import read_only, scratch_copy
     from proofbench.errors import ProofbenchError
     from proofbench.reports import check as shown
 
     try:
         found = optional_project(args)
         repo, branch = _repository(args, found)
-        report = check.run_check(engine(args, found), branch, since=args.since, repo=None if args.no_git else repo,
+        db = engine(args, found, write=not args.no_record)
+        if read_only(db):  # --no-record writes only what it throws away: into a copy
+            db = scratch_copy(db)
+        report = check.run_check(db, branch, since=args.since, repo=None if args.no_git else repo,
                                  record=not args.no_record, fail_on=args.fail_on)
     except Exception as exc:  # noqa: BLE001 - a bot reading --format json always gets an object
         if args.format == "json":
-            internal = not isinstance(exc, ProofbenchError)
-            print(json.dumps(shown.error_json(f"internal error: {type(exc).__name__}: {exc}" if internal else str(exc),
-                                              exit_code=3 if internal else exc.exit_code), indent=2))
+            code = exc.exit_code if isinstance(exc, ProofbenchError) else 3
+            print(json.dumps(shown.error_json(error_line(exc, args), exit_code=code), indent=2))
         raise
     if args.format == "json":
         print(json.dumps(shown.to_json(report), indent=2))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -11,7 +12,14 @@ from rich.console import Console
 from proofbench import project as project_file
 from proofbench.project import Project
 
-console = Console(stderr=True, highlight=False)
+console = Console(stderr=True, highlight=False, markup=False)  # text from data is never markup
+
+
+def say(text: str, style: str | None = None) -> None:
+    """Print a line to stderr: text from data shows as written (control characters made visible)."""
+    from proofbench.reports.formatting import visible
+
+    console.print(visible(text), style=style)
 
 
 def add_project_option(parser: argparse.ArgumentParser) -> None:
@@ -39,12 +47,29 @@ def optional_project(args: argparse.Namespace) -> Project | None:
     return project_file.require(given) if given is not None else project_file.find()
 
 
-def engine(args: argparse.Namespace, found: Project | None = None, migrate: bool = True):
-    """An engine on the chosen database (schema brought up to date unless `migrate` is False)."""
+def engine(args: argparse.Namespace, found: Project | None = None, write: bool = True):
+    """An engine on the chosen database, its schema brought up to date; a command that only
+    reads passes `write=False` and then also works on a database it may not write."""
     from proofbench.db.session import connect
 
     found = found if found is not None else optional_project(args)
-    return connect(project_file.database_url(getattr(args, "db", None), found), migrate=migrate)
+    return connect(project_file.database_url(getattr(args, "db", None), found), write=write)
+
+
+def error_line(exc: BaseException, args: argparse.Namespace) -> str:
+    """How an error reads to a user: its message, or for a bug its type and first line; never
+    a password of the database URL given (--db, $PROOFBENCH_DB)."""
+    from proofbench.db.session import scrub
+    from proofbench.errors import ProofbenchError
+    from proofbench.reports.formatting import visible
+
+    if isinstance(exc, ProofbenchError):
+        text = str(exc)
+    else:
+        text = f"internal error: {type(exc).__name__}: " + (str(exc).strip().splitlines() or [""])[0][:300]
+    for url in filter(None, (getattr(args, "db", None), os.environ.get(project_file.DB_VAR))):
+        text = scrub(text, url)
+    return visible(text)
 
 
 def show_ingest(report) -> int:
@@ -52,10 +77,11 @@ def show_ingest(report) -> int:
     import sys
 
     from proofbench.reports import ingest as shown
+    from proofbench.reports.formatting import visible
 
-    console.print(shown.summary(report), markup=False)
+    say(shown.summary(report))
     for line in shown.refusals(report):
-        print(f"proofbench: {line}", file=sys.stderr)
+        print(f"proofbench: {visible(line)}", file=sys.stderr)
     return 2 if report.refused else 0
 
 
@@ -76,4 +102,4 @@ def regenerate(catalogue, layout) -> None:
     from proofbench.pipeline.generate import generate
 
     for path in generate(catalogue.registry, layout.benchmarks):
-        console.print(f"regenerated {path} (commit it for runs across commits)", style="yellow", markup=False)
+        say(f"regenerated {path} (commit it for runs across commits)", style="yellow")

@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from proofbench.cli.common import add_db_option, console, engine, optional_project
+from proofbench.cli.common import add_db_option, engine, optional_project, say
 
 FORMATS = ("text", "json", "html")
 
@@ -28,9 +28,12 @@ def handle(args: argparse.Namespace) -> int:
 
     from proofbench.analysis.hardware import compare
     from proofbench.reports import compare as shown
+    from proofbench.reports.output import claim_file
 
     found = optional_project(args)
-    with Session(engine(args, found)) as session:
+    if args.out:
+        claim_file(args.out)
+    with Session(engine(args, found, write=False)) as session:
         comparison = compare(session, args.machine_a, args.machine_b, args.commit,
                              repo=found.root if found is not None else None)
         if args.format == "html":
@@ -40,7 +43,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(output)
-        console.print(f"wrote {args.out}")
+        say(f"wrote {args.out}")
     else:
         sys.stdout.write(output)
     return 0

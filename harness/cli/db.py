@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from proofbench.cli.common import add_db_option, console, optional_project
+from proofbench.cli.common import add_db_option, optional_project, say
 
 
 def add_parser(sub) -> None:
@@ -15,12 +15,12 @@ def add_parser(sub) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from proofbench.db.session import engine_for, has_schema, masked, upgrade
+    from proofbench.db.session import connect, engine_for, masked, schema_revision
     from proofbench.project import database_url
 
     url = database_url(args.db, optional_project(args))
-    engine = engine_for(url)
-    existed = has_schema(engine)
-    upgrade(engine)
-    console.print(f"{'upgraded' if existed else 'created'} schema at {masked(url)}", markup=False)
+    before = schema_revision(engine_for(url))
+    after = schema_revision(connect(url))  # refuses a database it may not write
+    done = "created schema" if before is None else "schema is current" if before == after else "upgraded schema"
+    say(f"{done} ({after}) at {masked(url)}")
     return 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from proofbench.cli.common import add_project_option, console, project, regenerate
+from proofbench.cli.common import add_project_option, project, regenerate, say
 
 FORMATS = ("text", "markdown", "json")
 
@@ -49,8 +49,7 @@ def handle(args: argparse.Namespace) -> int:
     regenerate(catalogue, layout)
     index = benchmark_index(catalogue.registry)
     profile = get_profile(args.profile, found.profiles)
-    console.print(f"measuring {head[:8]} against its merge-base {base[:8]}, {args.rounds} alternating round(s)",
-                  markup=False)
+    say(f"measuring {head[:8]} against its merge-base {base[:8]}, {args.rounds} alternating round(s)")
     measured = remeasure.alternate(layout, repo, history.default_branch(layout, repo), (base, head), None,
                                    profile, capture(), rounds=args.rounds, budget=args.budget,
                                    bench=args.bench or profile.bench or None)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from proofbench.cli.common import add_project_option, console, project
+from proofbench.cli.common import add_project_option, project, say
 
 
 def add_parser(sub) -> None:
@@ -24,7 +24,7 @@ def handle(args: argparse.Namespace) -> int:
     layout = Layout.of(found)
     stale = generate(catalogue.registry, layout.benchmarks, check=args.check)
     for path in stale:
-        console.print(f"{'stale' if args.check else 'wrote'} {path}", markup=False)
+        say(f"{'stale' if args.check else 'wrote'} {path}")
     if args.check and stale:
         raise InputError(f"{layout.benchmarks} is stale: run `proofbench generate`")
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from proofbench.cli.common import add_db_option, console, engine, progress_bar, project, regenerate, show_ingest
+from proofbench.cli.common import add_db_option, engine, progress_bar, project, regenerate, say, show_ingest
 
 
 def add_parser(sub) -> None:
@@ -42,13 +42,13 @@ def handle(args: argparse.Namespace) -> int:
     catalogue = load_catalogue(found)
     regenerate(catalogue, layout)
     db = engine(args, found)
-    console.print(f"{len(hashes)} commit(s) of {branch} ({hashes[0][:8]}..{hashes[-1][:8]}), profile "
-                  f"{profile.name}, asv environment {history.ENVIRONMENT}", markup=False)
+    say(f"{len(hashes)} commit(s) of {branch} ({hashes[0][:8]}..{hashes[-1][:8]}), profile "
+                  f"{profile.name}, asv environment {history.ENVIRONMENT}")
     with progress_bar("building environment") as update:
         measured = history.measure(db, layout, catalogue, hashes, profile, capture(), repo=repo, branch=branch,
                                    bench=args.bench, rerun=args.rerun, on_progress=update)
     for commit in measured.outcome.failed_builds:
-        console.print(f"{commit[:8]} did not build; its benchmarks are recorded as failed", style="yellow")
+        say(f"{commit[:8]} did not build; its benchmarks are recorded as failed", style="yellow")
     status = show_ingest(measured.ingested)
-    console.print(f"environment: {measured.outcome.environment_dir} (kept for the next run)", markup=False)
+    say(f"environment: {measured.outcome.environment_dir} (kept for the next run)")
     return status

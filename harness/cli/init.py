@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from proofbench.cli.common import console
+from proofbench.cli.common import say
 
 
 def add_parser(sub) -> None:
@@ -18,6 +18,6 @@ def handle(args: argparse.Namespace) -> int:
     from proofbench.pipeline.scaffold import init
 
     for item in init(args.directory):
-        console.print(f"{'wrote' if item.written else 'kept '} {item.path}", markup=False)
-    console.print("next: declare your subjects in the subjects module, then `proofbench run`", markup=False)
+        say(f"{'wrote' if item.written else 'kept '} {item.path}")
+    say("next: declare your subjects in the subjects module, then `proofbench run`")
     return 0

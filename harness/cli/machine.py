@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from proofbench.cli.common import add_db_option, console
+from proofbench.cli.common import add_db_option, say
 
 
 def add_parser(sub) -> None:
@@ -36,10 +36,10 @@ def handle(args: argparse.Namespace) -> int:
         message = _stored_message(row, created)
     print(json.dumps(document, indent=2, sort_keys=True))
     if layout is not None:
-        console.print(f"asv machine file: {layout.home / '.asv-machine.json'}", markup=False)
+        say(f"asv machine file: {layout.home / '.asv-machine.json'}")
     if profile.gpu_note:
-        console.print(f"GPU: none ({profile.gpu_note})")
-    console.print(message)
+        say(f"GPU: none ({profile.gpu_note})")
+    say(message)
     return 0
 
 

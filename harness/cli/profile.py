@@ -10,7 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
-from proofbench.cli.common import add_db_option, console, engine, project
+from proofbench.cli.common import add_db_option, console, engine, project, say
 
 SUMMARY_FORMAT = 1
 
@@ -59,6 +59,8 @@ def handle(args: argparse.Namespace) -> int:
 
     if not args.energy_seconds > 0:
         raise InputError(f"--energy-seconds {args.energy_seconds}: expected a positive number of seconds")
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise InputError(f"--out {args.out}: is a file; name a directory for the traces")
     found = project(args)
     db = engine(args, found)  # first: an unreachable database stops the command before it measures anything
     subject = load_catalogue(found).registry.get(args.subject)
@@ -68,11 +70,11 @@ def handle(args: argparse.Namespace) -> int:
     out_dir = (args.out or found.site / "profiles") / slug(subject.key) / slug(size)
     cache = args.cache or found.workdir / "profile-cache"
     settings = Settings(run.device, run.torch_threads, args.energy_seconds, cache)
-    console.print(f"profiling {subject.key} at size {size} ({run.device}, {run.torch_threads} thread(s)) ...")
+    say(f"profiling {subject.key} at size {size} ({run.device}, {run.torch_threads} thread(s)) ...")
     profiled = profile_subject(subject, size, out_dir, settings, variants)
     _write_summary(out_dir / "summary.json", run, profiled)
     _store_and_show(db, args.name, run, profiled, _commit(found.root))
-    console.print(f"traces and summary: {out_dir}")
+    say(f"traces and summary: {out_dir}")
     return 0
 
 
@@ -94,5 +96,5 @@ def _store_and_show(db, name: str | None, run, found, commit: str) -> None:
         for table in terminal_tables(next(iter(shown.values()))):
             console.print(table)
     if calibration is None:
-        console.print(f"no calibration at {run.device}, {run.torch_threads} thread(s): `proofbench calibrate "
+        say(f"no calibration at {run.device}, {run.torch_threads} thread(s): `proofbench calibrate "
                       f"--profile {run.name}` measures the peaks the shares are set against")

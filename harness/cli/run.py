@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from proofbench.cli.common import add_db_option, console, engine, progress_bar, project, regenerate, show_ingest
+from proofbench.cli.common import add_db_option, engine, progress_bar, project, regenerate, say, show_ingest
 
 
 def add_parser(sub) -> None:
@@ -30,8 +30,8 @@ def handle(args: argparse.Namespace) -> int:
     regenerate(catalogue, layout)
     db = engine(args, found)
     machine = capture()
-    console.print(f"profile {profile.name}: {profile.description} (device {profile.device}, "
-                  f"{profile.torch_threads} torch thread(s))", markup=False)
+    say(f"profile {profile.name}: {profile.description} (device {profile.device}, "
+                  f"{profile.torch_threads} torch thread(s))")
     with progress_bar("starting asv") as update:
         measured = runner.measure(db, layout, catalogue, profile, machine, args.bench, on_progress=update)
     status = show_ingest(measured.ingested)
@@ -39,5 +39,5 @@ def handle(args: argparse.Namespace) -> int:
     if not args.no_report:
         from proofbench.reports.render import render
 
-        console.print(f"report: {render(db, found.site)}", markup=False)
+        say(f"report: {render(db, found.site)}")
     return status

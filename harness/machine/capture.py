@@ -14,6 +14,7 @@ import json
 import math
 import os
 import platform
+import re
 from collections import Counter
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -144,15 +145,30 @@ def _torch_stack() -> tuple[str | None, str | None, int | None, int | None]:
     return torch.__version__, torch.version.cuda, torch.backends.cudnn.version(), torch.get_num_threads()
 
 
+MACHINE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")  # asv's results folder and file names
+
+
+def check_name(name: str) -> str:
+    """`name` if it can name asv's results folder and proofbench's files (letters, digits, '_',
+    '.', '-'; no path, no option); else an InputError that says to pass --name."""
+    if not MACHINE_NAME.fullmatch(name):
+        raise InputError(f"machine name {name[:80]!r}: expected 1-200 letters, digits, '_', '.' or '-', not "
+                         f"starting with '.' or '-' (it names a folder of results); pass --name")
+    return name
+
+
 def capture(name: str | None = None, *, nvml: Any = None) -> MachineProfile:
     """Profile this machine now. `name` overrides the hostname as asv's machine name;
     `nvml` is the `pynvml` module (the default) or a stand-in for tests."""
     hostname = platform.uname().node
+    name = name or hostname
+    if len(name) > 200:
+        raise InputError(f"machine name {name[:80]!r}...: {len(name)} characters; at most 200")
     freq_min, freq_max, freq_current = _cpu_frequency()
     torch_version, cuda, cudnn, threads = _torch_stack()
     gpus, gpu_note = gpu_profiles(nvml)
     return MachineProfile(
-        name=name or hostname,
+        name=name,
         hostname=hostname,
         cpu_model=_cpu_model(),
         arch=platform.machine(),

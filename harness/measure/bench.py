@@ -37,7 +37,8 @@ from proofbench.registry import load, load_module
 PARAM_NAMES = ["variant", "size"]
 MEMORY_LIMIT_VAR = "PROOFBENCH_MEMORY_LIMIT"
 SETUP_CACHE_TIMEOUT = 120.0  # seconds, at least, for asv's setup_cache process
-_SIZE = re.compile(r"^\s*(\d+)\s*([KMG]?)i?B?\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*([0-9]{1,16})\s*([KMG]?)i?B?\s*$", re.IGNORECASE)
+MAX_MEMORY_LIMIT = 2**50  # bytes; setrlimit takes a C long, and no machine has a pebibyte
 _OUT_OF_MEMORY = re.compile(r"out of memory|can't allocate memory|cannot allocate memory", re.IGNORECASE)
 _MEMORY_LIMITED: list[int] = []  # the limit this process runs under, once set
 # asv re-runs setup before every timed sample (asv#966); the prepared workload is kept per
@@ -81,9 +82,11 @@ def memory_limit(text: str | None) -> int | None:
     if not text:
         return None
     match = _SIZE.match(text)
-    if match is None or int(match.group(1)) == 0:
-        raise InputError(f"{MEMORY_LIMIT_VAR}={text!r}: expected a positive number of bytes, e.g. 512M or 2G")
-    return int(match.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[match.group(2).upper()]
+    limit = int(match.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[match.group(2).upper()] if match else 0
+    if not 0 < limit <= MAX_MEMORY_LIMIT:
+        raise InputError(f"{MEMORY_LIMIT_VAR}={text[:40]!r}: expected a positive number of bytes up to 1 PiB, "
+                         f"e.g. 512M or 2G")
+    return limit
 
 
 def _limit_memory() -> None:

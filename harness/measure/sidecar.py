@@ -22,6 +22,7 @@ ENV_VAR = "PROOFBENCH_SIDECAR"
 # asv's existing environment does not tell benchmarks the commit; `proofbench run` does.
 COMMIT_VAR = "PROOFBENCH_COMMIT"
 FORMAT_VERSION = 1
+MAX_LINE = 1 << 20  # characters of one record read; written ones are far shorter (reasons are cut at 2000)
 
 
 @dataclass(frozen=True)
@@ -73,14 +74,28 @@ def append(path: Path, records: Iterable[Record]) -> None:
 
 
 def read(path: Path) -> Iterator[Record]:
-    """Records of a sidecar file; a torn last line (a killed writer) is passed over."""
-    if not path.exists():
+    """Records of a sidecar file; a line that is no record (a killed writer's torn last line,
+    invalid UTF-8, JSON nested too deeply, fields of the wrong type, a line over MAX_LINE) is
+    passed over."""
+    if not path.is_file():  # nor a FIFO, which would be waited on
         return
-    with path.open() as fh:
-        for line in fh:
-            try:
-                data = json.loads(line)
-                data["params"] = tuple(data["params"])
-                yield Record(**data)
-            except (ValueError, TypeError, KeyError):
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        while line := fh.readline(MAX_LINE):
+            if len(line) == MAX_LINE and not line.endswith("\n"):
+                while (rest := fh.readline(MAX_LINE)) and not rest.endswith("\n"):
+                    pass  # the rest of an overlong line, read piece by piece
                 continue
+            record = _record(line)
+            if record is not None:
+                yield record
+
+
+def _record(line: str) -> Record | None:
+    try:
+        data = json.loads(line)
+        data["params"] = tuple(data["params"])
+        record = Record(**data)
+    except (ValueError, TypeError, KeyError, RecursionError):
+        return None
+    texts = (record.benchmark, record.status, record.reason, record.commit, record.env, *record.params)
+    return record if all(isinstance(t, str) for t in texts) and isinstance(record.details, dict) else None

@@ -38,6 +38,8 @@ def read_config(path: Path) -> dict[str, Any]:
     """asv's configuration file, read as asv reads it (comments allowed); InputError naming it."""
     from asv import util  # asv's loader: json5 for comments
 
+    if not path.is_file():  # a FIFO would be waited on forever
+        raise InputError(f"{path}: asv's configuration is {'not a regular file' if path.exists() else 'missing'}")
     try:
         data = util.load_json(str(path), js_comments=True)
     except (OSError, ValueError, util.UserError) as exc:

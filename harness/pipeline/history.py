@@ -93,8 +93,10 @@ def repository(layout: Layout) -> Path:
 
 def default_branch(layout: Layout, repo: Path) -> str:
     """The branch asv.conf.json tracks first, else the repository's current branch."""
-    branches = [b for b in read_config(layout.project.asv_config).get("branches") or [] if b]
-    return str(branches[0]) if branches else (git.current_branch(repo) or "main")
+    branches = read_config(layout.project.asv_config).get("branches") or []
+    if not isinstance(branches, list) or not all(isinstance(b, str) for b in branches):
+        raise InputError(f"{layout.project.asv_config}: branches must be a list of branch names, got {branches!r:.80}")
+    return next((b for b in branches if b), None) or git.current_branch(repo) or "main"
 
 
 def commits(repo: Path, branch: str, spec: str | None = None, since: str | None = None) -> tuple[str, ...]:
@@ -174,7 +176,7 @@ def history_environment(layout: Layout, profile: Profile) -> dict[str, str]:
 
 def setup_command(config: Path) -> list[str]:
     """The `asv setup` command line that creates (or checks) the history environment."""
-    return [sys.executable, "-m", "asv", "setup", "--config", str(config), "--environment", ENVIRONMENT]
+    return [sys.executable, "-m", "asv", "setup", f"--config={config}", f"--environment={ENVIRONMENT}"]
 
 
 def link_shared(env_dir: Path, shared: Path) -> list[Path]:
@@ -194,12 +196,13 @@ def link_shared(env_dir: Path, shared: Path) -> list[Path]:
 
 def asv_command(config: Path, machine: str, hashfile: Path, bench: str | None, rerun: bool) -> list[str]:
     """The `asv run` command line over the commits listed in `hashfile`."""
-    cmd = [sys.executable, "-m", "asv", "run", "--config", str(config), "--environment", ENVIRONMENT,
-           "--record-samples", "--launch-method", "forkserver", "--machine", machine, "--show-stderr"]
+    # Values go in the option's own argument (--bench=...), so none can be read as an option.
+    cmd = [sys.executable, "-m", "asv", "run", f"--config={config}", f"--environment={ENVIRONMENT}",
+           "--record-samples", "--launch-method=forkserver", f"--machine={machine}", "--show-stderr"]
     if not rerun:
         cmd.append("--skip-existing")
     if bench:
-        cmd += ["--bench", bench]
+        cmd.append(f"--bench={bench}")
     return cmd + [f"HASHFILE:{hashfile}"]
 
 
@@ -276,6 +279,8 @@ def _results_files(directory: Path, commit: str) -> list[Path]:
     # asv names a file <commit8>-<env name>, or -env-<hash> when the name is long: read it.
     out = []
     for path in sorted(directory.glob(f"{commit[:8]}-*.json")):
+        if not path.is_file():
+            continue  # not a file asv wrote (a FIFO would be waited on)
         try:
             env_name = str(json.loads(path.read_text()).get("env_name", ""))
         except (OSError, ValueError):
@@ -298,6 +303,7 @@ def measure(engine: Engine, layout: Layout, catalogue: Catalogue, hashes: tuple[
             machine_profile: MachineProfile, *, repo: Path, branch: str, bench: str | None = None,
             rerun: bool = False, on_progress: Progress | None = None) -> MeasuredRange:
     """Measure `hashes` of `repo`, ingest them, and place every known commit on `branch`'s history."""
+    runner.check_selection(bench or profile.bench, catalogue.registry, profile)
     outcome = run(layout, hashes, profile, machine_profile, repo=repo, branch=branch, bench=bench, rerun=rerun,
                   on_progress=on_progress)
     ingested = ingest_run(engine, layout, list(outcome.results), catalogue.registry, catalogue.claims, repo=repo)

@@ -9,8 +9,10 @@ started (`asv.drive`): nothing of the interrupted run is ingested.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,14 +21,16 @@ from sqlalchemy import Engine
 
 from proofbench import git
 from proofbench.catalogue import Catalogue
-from proofbench.errors import RunError
-from proofbench.machine.capture import MachineProfile, fingerprint, write_asv_machine_file
+from proofbench.errors import InputError, RunError
+from proofbench.machine.capture import MachineProfile, check_name, fingerprint, write_asv_machine_file
 from proofbench.measure import sidecar
 from proofbench.measure.bench import MEMORY_LIMIT_VAR, memory_limit
 from proofbench.pipeline import asv_log
 from proofbench.pipeline.asv import Layout, Progress, drive, environment, oom_kills
+from proofbench.pipeline.generate import benchmark_index
 from proofbench.pipeline.ingest import IngestReport, ingest_run
 from proofbench.profile import Profile
+from proofbench.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,7 @@ class RunOutcome:
 
 def write_machine_files(profile: MachineProfile, layout: Layout) -> None:
     """asv's ~/.asv-machine.json (kept under the work directory) and the full profile beside it."""
+    check_name(profile.name)
     layout.home.mkdir(parents=True, exist_ok=True)
     write_asv_machine_file(profile, layout.home / ".asv-machine.json")
     layout.machines.mkdir(parents=True, exist_ok=True)
@@ -53,25 +58,52 @@ def write_machine_files(profile: MachineProfile, layout: Layout) -> None:
 def asv_command(machine: str, commit: str, bench: str | None, config: Path,
                 python: str = sys.executable) -> list[str]:
     """The `asv run` command line for the checkout in hand."""
-    cmd = [python, "-m", "asv", "run", "--config", str(config),
-           "--environment", f"existing:{python}", "--set-commit-hash", commit,
-           "--record-samples", "--launch-method", "forkserver", "--machine", machine, "--show-stderr"]
+    # Values go in the option's own argument (--bench=...), so none can be read as an option.
+    cmd = [python, "-m", "asv", "run", f"--config={config}", f"--environment=existing:{python}",
+           f"--set-commit-hash={commit}", "--record-samples", "--launch-method=forkserver", f"--machine={machine}",
+           "--show-stderr"]
     if bench:
-        cmd += ["--bench", bench]
+        cmd.append(f"--bench={bench}")
     return cmd
+
+
+def check_selection(bench: str | None, registry: Registry, profile: Profile) -> None:
+    """InputError unless `bench` (asv's --bench: a regular expression searched for in each
+    benchmark's name with its parameters, `loading.LmdbRead.time_call('baseline', 'small')`)
+    selects at least one benchmark of `registry` at the profile's sizes."""
+    if not bench:
+        return
+    try:
+        pattern = re.compile(bench)
+    except re.error as exc:
+        raise InputError(f"--bench {bench!r}: not a regular expression ({exc})") from None
+    names = [f"{name}('{variant.name}', '{size}')" for name, info in benchmark_index(registry).items()
+             for variant in info.subject.variants for size in profile.sizes]
+    if not any(pattern.search(name) for name in names):
+        raise InputError(f"--bench {bench!r}: no benchmark matched (names read like {names[0] if names else 'none'}; "
+                         f"profile {profile.name} has sizes {', '.join(profile.sizes)})")
+
+
+def _contents(directory: Path, commit: str) -> dict[Path, str]:
+    # each results file of `commit` by the hash of its bytes (a FIFO or a directory is no file asv wrote)
+    return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(directory.glob(f"{commit[:8]}-*.json"))
+            if p.is_file()}
 
 
 def run(layout: Layout, profile: Profile, machine_profile: MachineProfile, bench: str | None = None,
         on_progress: Progress | None = None) -> RunOutcome:
-    """Run the profile's benchmarks of the project's suite through asv; returns the results files."""
+    """Run the profile's benchmarks of the project's suite through asv; returns the results files
+    this run wrote."""
     commit = git.head(layout.project.root)
     machine = machine_profile.name
     memory_limit(os.environ.get(MEMORY_LIMIT_VAR))  # a malformed limit fails here, not in every benchmark
     write_machine_files(machine_profile, layout)
     cmd = asv_command(machine, commit, bench or profile.bench or None, layout.config)
     oom_before = oom_kills()
+    before = _contents(layout.results / machine, commit)
     log = drive(cmd, layout.project.root, environment(layout, profile, commit), on_progress)
-    results = tuple(sorted((layout.results / machine).glob(f"{commit[:8]}-*.json")))
+    # only what this run wrote: a file asv left as it was holds an earlier run's results
+    results = tuple(p for p, digest in _contents(layout.results / machine, commit).items() if before.get(p) != digest)
     if log.returncode != 0 and not results:
         raise RunError("asv run failed:\n" + log.tail())
     oom = (oom_kills() or 0) - (oom_before or 0)
@@ -90,6 +122,7 @@ class Measured:
 def measure(engine: Engine, layout: Layout, catalogue: Catalogue, profile: Profile, machine_profile: MachineProfile,
             bench: str | None = None, on_progress: Progress | None = None) -> Measured:
     """Measure the checkout in hand and ingest the results with the project's claims."""
+    check_selection(bench or profile.bench, catalogue.registry, profile)
     outcome = run(layout, profile, machine_profile, bench, on_progress)
     ingested = ingest_run(engine, layout, list(outcome.results), catalogue.registry, catalogue.claims,
                           repo=layout.project.root)

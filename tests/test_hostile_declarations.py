@@ -1,0 +1,215 @@
+"""Hostile and broken declarations: claims, profiles, the project file, the files they name, and
+environment variables. Each is refused in one line naming the file, the entry and the key, exit 2,
+before anything is written.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import REPO, make_project
+from hostile import cli, one_line
+from test_declarations import CLAIM as DECLARED_CLAIM
+from test_hostile import git_project
+
+# -- claims, profiles and the project file ---------------------------------------------
+
+CLAIM = DECLARED_CLAIM.replace("low = 5.0", "low = 2.0\nhigh = 3.0")
+MEMORY = CLAIM.replace('kind = "speedup"', 'kind = "memory_reduction"').replace(
+    'metric = "time"', 'metric = "peak_memory"').replace("low = 2.0\nhigh = 3.0", "low = 0.3\nhigh = 0.5")
+BAD_CLAIMS = {  # claims file -> what the one line says after the file and the claim
+    "low-true": (CLAIM.replace("low = 2.0", "low = true"), "key 'low' must be a number (finite; true is not one), "
+                 "got True"),
+    "low-nan": (CLAIM.replace("low = 2.0", "low = nan"), "key 'low' must be a number (finite; true is not one), "
+                "got nan"),
+    "high-inf": (CLAIM.replace("high = 3.0", "high = inf"), "key 'high' must be a number"),
+    "low-huge-integer": (CLAIM.replace("low = 2.0", "low = " + "9" * 400), "got an integer of 400 digits"),
+    "zero-speedup": (CLAIM.replace("low = 2.0", "low = 0"), "key 'low' is a speedup factor and must be above 0"),
+    "negative-speedup": (CLAIM.replace("low = 2.0", "low = -2.0"), "must be above 0, got -2.0"),
+    "negative-rate": (CLAIM.replace('kind = "speedup"', 'kind = "throughput"').replace('"time"', '"items"')
+                      .replace("low = 2.0", "low = -5"), "key 'low' is a rate in items/s and must be above 0"),
+    "150%-less-memory": (MEMORY.replace("high = 0.5", "high = 1.5"), "key 'high' is a fraction of memory saved, "
+                         "above 0 and below 1 (0.3 = 30% less), got 1.5"),
+    "100%-less-memory": (MEMORY.replace("low = 0.3", "low = 1.0").replace("high = 0.5", "high = 1.0"),
+                         "key 'low' is a fraction of memory saved"),
+    "percent-not-fraction": (MEMORY.replace("low = 0.3", "low = 30").replace("high = 0.5", "high = 50"), "got 30"),
+    "high-below-low": (CLAIM.replace("high = 3.0", "high = 1.5"), "key 'high' (1.5) is below 'low' (2)"),
+    "quality-with-figure": (CLAIM.replace('kind = "speedup"', 'kind = "quality"'),
+                            "a quality claim carries no figure"),
+    "unknown-subject": (CLAIM.replace('subject = "loading.lmdb_read"', 'subject = "loading.nope"'),
+                        "unknown subject 'loading.nope'"),
+    "unknown-variant": (CLAIM.replace('variant = "optimized"', 'variant = "turbo"'),
+                        "subject loading.lmdb_read has no variant 'turbo'"),
+    "unknown-metric": (CLAIM.replace('metric = "time"', 'metric = "latency"'),
+                       "key 'metric' 'latency' is not measured by loading.lmdb_read for a speedup claim; expected time"),
+    "untracked-memory": (MEMORY.replace("loading.lmdb_read", "loading.fasta_to_lmdb"),
+                         "key 'metric' 'peak_memory' is not measured by loading.fasta_to_lmdb"),
+    "stray-claims-table": (CLAIM + CLAIM.replace("[[claim]]", "[[claims]]"), "unknown top-level key 'claims'"),
+    "not-a-table": ("claim = [1, 2]\n", "claim #1: must be a table ([[claim]]), got int"),
+    "note-not-text": (CLAIM + "note = 5\n", "key 'note' must be a string"),
+    "long-id": (CLAIM.replace('id = "a"', f'id = "{"x" * 300}"'), "key 'id' has 300 characters; at most 200"),
+    "deeply-nested": (CLAIM + "note = " + "[" * 50_000 + "]" * 50_000 + "\n", "not valid TOML: nested too deeply"),
+    "huge-integer-literal": (CLAIM.replace("low = 2.0", "low = " + "9" * 5000), "not valid TOML: Exceeds the limit"),
+    "not-utf8": (CLAIM.replace("5x faster", "5x f\udcffaster"), "not valid TOML: not UTF-8 text"),
+}
+
+
+def _project_with(tmp_path: Path, **files: str | bytes) -> Path:
+    project = make_project(tmp_path / "project")
+    keys = "".join(f'{key} = "{key}.toml"\n' for key in files)
+    (project / "proofbench.toml").write_text(f'subjects = ["proofbench.subjects.loading"]\n{keys}')
+    for key, text in files.items():
+        path = project / f"{key}.toml"
+        path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8", "surrogateescape"))
+    return project
+
+
+@pytest.mark.parametrize("case", BAD_CLAIMS, ids=BAD_CLAIMS)
+def test_a_bad_claim_is_one_line_naming_file_claim_and_key(capsys, tmp_path, case):
+    text, message = BAD_CLAIMS[case]
+    project = _project_with(tmp_path, claims=text)
+    code, _, err = cli(capsys, "generate", "--check", "--project", str(project))
+    line = one_line(err)
+    assert code == 2 and line.startswith(f"proofbench: {project / 'claims.toml'}: ") and message in line, line
+    if "claim" in text and case not in ("stray-claims-table", "deeply-nested", "huge-integer-literal", "not-utf8"):
+        assert "claim #1" in line or "claim '" in line  # which claim
+
+
+def test_the_seed_claims_pass_every_rule(capsys):
+    code, _, err = cli(capsys, "generate", "--check", "--project", str(REPO))
+    assert code == 0, err
+
+
+PROFILE = """[mine]
+description = "one line"
+device = "cpu"
+threads = 1
+sizes = ["tiny"]
+rounds = 1
+repeat = [3, 5, 1.0]
+warmup_time = 0.0
+"""
+BAD_PROFILES = {
+    "threads-true": (PROFILE.replace("threads = 1", "threads = true"), "[mine].threads has the wrong type (bool)"),
+    "threads-100000": (PROFILE.replace("threads = 1", "threads = 100000"),
+                       "threads must be a whole number from 0 to 1024, got 100000"),
+    "threads-negative": (PROFILE.replace("threads = 1", "threads = -1"), "threads must be a whole number"),
+    "threads-float": (PROFILE.replace("threads = 1", "threads = 1.5"), "[mine].threads has the wrong type (float)"),
+    "warmup-negative": (PROFILE.replace("warmup_time = 0.0", "warmup_time = -1.0"),
+                        "warmup_time must be a number of seconds at least 0"),
+    "warmup-nan": (PROFILE.replace("warmup_time = 0.0", "warmup_time = nan"), "warmup_time must be a number"),
+    "warmup-inf": (PROFILE.replace("warmup_time = 0.0", "warmup_time = inf"), "got inf"),
+    "warmup-true": (PROFILE.replace("warmup_time = 0.0", "warmup_time = true"), "[mine].warmup_time has the wrong"),
+    "repeat-negative-seconds": (PROFILE.replace("[3, 5, 1.0]", "[3, 5, -1.0]"),
+                                "repeat[2] (max seconds) must be a number of seconds above 0"),
+    "repeat-zero-seconds": (PROFILE.replace("[3, 5, 1.0]", "[3, 5, 0]"), "repeat[2] (max seconds)"),
+    "repeat-text": (PROFILE.replace("[3, 5, 1.0]", '["a", 5, 1.0]'), "repeat[0] (min samples) must be a whole"),
+    "repeat-true": (PROFILE.replace("[3, 5, 1.0]", "[true, 5, 1.0]"), "got True"),
+    "repeat-min-above-max": (PROFILE.replace("[3, 5, 1.0]", "[6, 5, 1.0]"), "repeat[1] (max samples) must be a "
+                             "whole number from 6"),
+    "rounds-zero": (PROFILE.replace("rounds = 1", "rounds = 0"), "rounds must be a whole number from 1 to 1000"),
+    "sizes-twice": (PROFILE.replace('["tiny"]', '["tiny", "tiny"]'), "sizes must be distinct names"),
+    "sizes-numbers": (PROFILE.replace('["tiny"]', "[1]"), "sizes must be distinct names among tiny, small, large"),
+    "description-newline": (PROFILE.replace('"one line"', '"""two\nlines"""'), "description must be one line"),
+    "bench-not-a-regex": (PROFILE + 'bench = "("\n', "bench '(' is not a regular expression"),
+    "name-with-a-space": (PROFILE.replace("[mine]", '["my profile"]'), "profile 'my profile': a name is 1-50"),
+    "name-too-long": (PROFILE.replace("[mine]", f"[{'p' * 51}]"), "a name is 1-50 letters"),
+    "unknown-key": (PROFILE + "colour = 1\n", "[mine] has unknown key(s) colour"),
+    "deeply-nested": (PROFILE + "x = " + "[" * 50_000 + "]" * 50_000 + "\n", "not valid TOML: nested too deeply"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_PROFILES, ids=BAD_PROFILES)
+def test_a_bad_profile_is_one_line_naming_file_profile_and_key(capsys, tmp_path, case):
+    text, message = BAD_PROFILES[case]
+    project = _project_with(tmp_path, profiles=text)
+    db = tmp_path / "db.sqlite"
+    code, _, err = cli(capsys, "run", "--profile", "mine", "--project", str(project), "--db", f"sqlite:///{db}")
+    line = one_line(err)
+    assert code == 2 and line.startswith(f"proofbench: {project / 'profiles.toml'}: ") and message in line, line
+    assert not db.exists() and not (project / "benchmarks").exists()  # refused before anything was written
+
+
+def test_the_builtin_profiles_pass_every_rule():
+    from proofbench.profile import profiles
+
+    assert set(profiles()) >= {"smoke", "quick", "full", "gpu"}
+
+
+BAD_PROJECTS = {  # proofbench.toml (or pyproject.toml) -> the one line
+    "tool-not-a-table": ("pyproject.toml", 'tool = "proofbench"\n', "no proofbench.toml"),
+    "tool-proofbench-not-a-table": ("pyproject.toml", "[tool]\nproofbench = 3\n", "[tool.proofbench] must be a table"),
+    "deeply-nested": ("proofbench.toml", "subjects = " + "[" * 50_000 + "]" * 50_000 + "\n", "nested too deeply"),
+    "not-utf8": ("proofbench.toml", b'subjects = ["\xff"]\n', "not valid TOML: not UTF-8 text (byte 13)"),
+    "subjects-not-modules": ("proofbench.toml", 'subjects = ["../evil"]\n', "subjects must be a non-empty list"),
+    "path-with-nul": ("proofbench.toml", 'subjects = ["a"]\nsite = "a\\u0000b"\n', "site must be a path"),
+    "database-not-text": ("proofbench.toml", 'subjects = ["a"]\ndatabase = 5\n', "database must be a database URL"),
+    "min-step-nan": ("proofbench.toml", 'subjects = ["a"]\n[check]\nmin_step = nan\n', "check.min_step must be"),
+    "significance-true": ("proofbench.toml", 'subjects = ["a"]\n[check]\nsignificance = true\n',
+                          "check.significance must be a probability"),
+    "unknown-key": ("proofbench.toml", 'subjects = ["a"]\nsubject = ["b"]\n', "unknown key 'subject'"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_PROJECTS, ids=BAD_PROJECTS)
+def test_a_bad_project_file_is_one_line_naming_it(capsys, tmp_path, case):
+    name, text, message = BAD_PROJECTS[case]
+    (tmp_path / name).write_bytes(text if isinstance(text, bytes) else text.encode())
+    code, _, err = cli(capsys, "generate", "--check", "--project", str(tmp_path))
+    line = one_line(err)
+    assert code == 2 and message in line and (str(tmp_path / name) in line or "no proofbench.toml" in line), line
+
+
+@pytest.mark.parametrize("key", ["claims", "profiles"])
+@pytest.mark.parametrize("kind", ["directory", "fifo", "missing", "too-large"])
+def test_a_claims_or_profiles_path_that_is_no_readable_file_is_one_line(capsys, tmp_path, key, kind):
+    from proofbench.tomlfile import MAX_BYTES
+
+    project = _project_with(tmp_path, **{key: ""})
+    path = project / f"{key}.toml"
+    path.unlink()
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)  # read, it would wait for a writer forever
+    elif kind == "too-large":
+        with path.open("wb") as fh:
+            fh.truncate(MAX_BYTES + 1)
+    code, _, err = cli(capsys, "run", "--profile", "mine" if key == "profiles" else "smoke", "--project",
+                        str(project), "--db", f"sqlite:///{tmp_path / 'db.sqlite'}")
+    expected = {"directory": "is not a regular file", "fifo": "is not a regular file", "missing": "not found",
+                "too-large": f"has {MAX_BYTES + 1} bytes; at most {MAX_BYTES} are read"}[kind]
+    assert code == 2 and f"proofbench: {path}: {key} file {expected}" == one_line(err)
+    assert not (tmp_path / "db.sqlite").exists()
+
+
+# -- environment variables and the sidecar ------------------------------------------------
+
+@pytest.mark.parametrize("variable, value, message", [
+    ("PROOFBENCH_MEMORY_LIMIT", "lots", "PROOFBENCH_MEMORY_LIMIT='lots': expected a positive number of bytes"),
+    ("PROOFBENCH_MEMORY_LIMIT", "0", "PROOFBENCH_MEMORY_LIMIT='0'"),
+    ("PROOFBENCH_MEMORY_LIMIT", "-1G", "PROOFBENCH_MEMORY_LIMIT='-1G'"),
+    ("PROOFBENCH_MEMORY_LIMIT", "9" * 5000, "expected a positive number of bytes up to 1 PiB"),
+    ("PROOFBENCH_MEMORY_LIMIT", "99999999999999G", "up to 1 PiB"),  # setrlimit would overflow a C long
+    ("PROOFBENCH_MEMORY_LIMIT", "\u0661\u0662M", "expected a positive number"),  # digits, but not ASCII ones
+    ("PROOFBENCH_PROFILE", "nosuch", "unknown profile 'nosuch'; expected one of smoke, quick, full, gpu"),
+    ("PROOFBENCH_PROFILE", "../../etc/passwd", "unknown profile '../../etc/passwd'"),
+    ("PROOFBENCH_PROFILES", "/nonexistent/profiles.toml", "/nonexistent/profiles.toml: profiles file not found"),
+    ("PROOFBENCH_PROJECT", "/nonexistent/project", "no proofbench.toml (or [tool.proofbench] in pyproject.toml) "
+     "in /nonexistent/project"),
+])
+def test_an_odd_environment_variable_is_one_line_before_anything_runs(capsys, monkeypatch, tmp_path, variable, value,
+                                                                      message):
+    from proofbench.pipeline import runner
+
+    project = git_project(tmp_path)
+    monkeypatch.chdir(project if variable != "PROOFBENCH_PROJECT" else tmp_path)
+    monkeypatch.setenv(variable, value)
+    monkeypatch.setattr(runner, "drive", lambda *a, **k: pytest.fail("asv was started"))
+    db = tmp_path / "db.sqlite"
+    argv = ["run", "--no-report", "--db", f"sqlite:///{db}"] + ([] if variable == "PROOFBENCH_PROFILE" else
+                                                                ["--profile", "smoke"])
+    code, _, err = cli(capsys, *argv)
+    assert code == 2 and message in one_line(err)
+
