@@ -108,8 +108,9 @@ def test_a_flat_history_exits_0_with_the_documented_shape(sqlite_url, capsys):
     assert list(report) == ["format", "version", "status", "exit_code", "check", "counts", "alerts"]
     assert (report["format"], report["version"], report["status"], report["exit_code"]) == (FORMAT, FORMAT_VERSION,
                                                                                              "ok", 0)
-    assert set(report["check"]) == {"id", "at", "branch", "since", "recorded", "fail_on", "previous"}
+    assert set(report["check"]) == {"id", "at", "branch", "since", "recorded", "fail_on", "order", "previous"}
     assert report["check"]["branch"] == "main" and report["check"]["previous"] is None
+    assert report["check"]["order"] == ["first-parent history"]
     assert report["counts"] == {"series": 2, "new_regressions": 0, "new_improvements": 0,
                                 "still_open_regressions": 0, "still_open_improvements": 0, "resolved": 0}
     assert report["alerts"] == []
