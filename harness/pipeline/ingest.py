@@ -151,7 +151,7 @@ def _ingest_file(engine: Engine, path: Path, sources: Sources, report: IngestRep
     made: dict[tuple, int] = {}
     with Session(engine) as session, session.begin():
         file_id = insert_or_get(session, IngestedFile, {"sha256": digest},
-                                {"path": str(path), "results": len(parsed.points)})
+                                {"path": _storable_path(path), "results": len(parsed.points)})
         keys = _keys(session, parsed, sources, known, made)
         benchmarks = {name: _benchmark_id(session, name, parsed.rows[name].version, label, known, made)
                       for name, label in named.items()}
@@ -160,6 +160,11 @@ def _ingest_file(engine: Engine, path: Path, sources: Sources, report: IngestRep
     known.ids.update(made)
     report.ingested.append(str(path))
     report.rows += len(parsed.points)
+
+
+def _storable_path(path: Path) -> str:
+    # a file name that is not UTF-8 (undecodable bytes) is stored with them escaped
+    return str(path).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _asv_entries(path: Path, known: _Known, report: IngestReport) -> dict[str, AsvEntry]:

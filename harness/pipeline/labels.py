@@ -86,7 +86,7 @@ def render(labels: dict[str, Label]) -> str:
 
 def read(directory: Path | None) -> dict[str, Label]:
     """The labels of the suite in `directory` (none where it has no labels file)."""
-    from proofbench.pipeline.results_file import read_json
+    from proofbench.pipeline.results_file import check_stored, read_json
 
     path = directory / FILE if directory is not None else None
     if path is None or not (path.exists() or path.is_symlink()):
@@ -107,6 +107,7 @@ def read(directory: Path | None) -> dict[str, Label]:
             raise InputError(f"{path}: benchmark {name!r}: " + ("param_names: expected a list of names" if subject
                              else f"subject {entry['subject']!r} is not in 'subjects'"))
         out[name] = Label(**subject, **entry)
+    check_stored(path, "labels", document)
     return out
 
 
@@ -167,6 +168,8 @@ def read_asv(path: Path) -> tuple[dict[str, AsvEntry], list[str]]:
 
 
 def _asv_entry(entry: Any) -> AsvEntry:
+    from proofbench.pipeline.results_file import storable
+
     if not isinstance(entry, dict):
         raise ValueError("expected an object")
     kind, unit, version = entry.get("type"), entry.get("unit", ""), entry.get("version", "")
@@ -174,9 +177,9 @@ def _asv_entry(entry: Any) -> AsvEntry:
     if kind not in ASV_UNITS:
         raise ValueError(f"type: expected one of {', '.join(ASV_UNITS)}")
     for key, value in (("unit", unit), ("version", version)):
-        if not isinstance(value, str) or len(value) > _LIMITS[key] or "\x00" in value:
+        if not isinstance(value, str) or len(value) > _LIMITS[key] or not storable(value):
             raise ValueError(f"{key}: expected a string of at most {_LIMITS[key]} characters")
-    if not isinstance(names, list) or not all(isinstance(n, str) and 0 < len(n) <= 100 and "\x00" not in n for n in names):
+    if not isinstance(names, list) or not all(isinstance(n, str) and 0 < len(n) <= 100 and storable(n) for n in names):
         raise ValueError("param_names: expected a list of names")
     if (not isinstance(params, list) or len(params) != len(names)
             or not all(isinstance(p, list) and all(isinstance(v, str) for v in p) for p in params)):

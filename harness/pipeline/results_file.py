@@ -34,6 +34,7 @@ LIMITS = {"machine": 200, "env_name": 1000, "benchmark": 1000, "version": 200, "
 _LATEST_MS = 253402300799999  # 9999-12-31T23:59:59.999Z, the last instant a timestamp column holds
 _SHOWN_AS = (re.compile(r"^'(.+)'$", re.S), re.compile(r'^"(.+)"$', re.S), re.compile(r"^<class '(.+)'>$"))
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")  # NUL (PostgreSQL's text has none), lone surrogates (not UTF-8)
 _SKIP = {"machine.json", "benchmarks.json"}
 
 
@@ -108,11 +109,12 @@ def load_bytes(path: Path, limit: int = MAX_BYTES) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(mode) else "a pipe" if stat.S_ISFIFO(mode) else "a special file"
+        raise InputError(f"{path}: not a regular file ({kind})")
     with os.fdopen(fd, "rb") as handle:
-        mode = os.fstat(handle.fileno()).st_mode
-        if not stat.S_ISREG(mode):
-            kind = "a directory" if stat.S_ISDIR(mode) else "a pipe" if stat.S_ISFIFO(mode) else "a special file"
-            raise InputError(f"{path}: not a regular file ({kind})")
         data = handle.read(limit + 1)
     if len(data) > limit:
         raise InputError(f"{path}: larger than {limit // 2**20} MiB; not a file asv writes")
@@ -211,6 +213,11 @@ def _upgraded(path: Path, document: dict) -> dict:
                          f"{str(exc)[:120]})") from None
 
 
+def storable(text: str) -> bool:
+    """True when a database can store `text` as it is (no NUL, no lone surrogate)."""
+    return _UNSTORABLE.search(text) is None
+
+
 def _type(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
@@ -222,22 +229,22 @@ def _text(where: _Where, field: str, value: Any, limit: int, empty: bool = False
         raise where.error(field, "expected a non-empty string")
     if len(value) > limit:
         raise where.error(field, f"{len(value)} characters, more than the {limit} allowed")
-    if _CONTROL.search(value):
-        raise where.error(field, "contains a control character (NUL, newline, escape...)")
+    if _CONTROL.search(value) or _UNSTORABLE.search(value):
+        raise where.error(field, "contains a control character (NUL, newline, escape...) or a lone surrogate")
     return value
 
 
 def check_stored(path: Path, field: str, value: Any) -> None:
     """Refuse (InputError naming `path` and `field`) JSON that is stored as it is but could not
-    be: a NUL in a string (PostgreSQL's text cannot hold one), a non-finite number, deep nesting."""
+    be: a NUL or a lone surrogate in a string, a non-finite number, deep nesting."""
     _plain(_Where(path), field, value)
 
 
 def _plain(where: _Where, field: str, value: Any, depth: int = 0) -> None:
     if depth > 8:
         raise where.error(field, "nested too deeply")
-    if isinstance(value, str) and "\x00" in value:
-        raise where.error(field, "contains a NUL character")
+    if isinstance(value, str) and _UNSTORABLE.search(value):
+        raise where.error(field, "contains a NUL character or a lone surrogate (text a database cannot store)")
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     for key, inner in items:
         _plain(where, f"{field}.{key}", key, depth + 1)
@@ -254,9 +261,10 @@ def _mapping(where: _Where, field: str, value: Any) -> dict:
 
 
 def _commit(where: _Where, value: Any) -> str:
-    if not isinstance(value, str) or not git.is_hash(value):
-        shown = _shown(value) if isinstance(value, str) else _type(value)
-        raise where.error("commit_hash", f"{shown} is not a commit hash (expected 7-64 hexadecimal digits)")
+    if not isinstance(value, str):
+        raise where.error("commit_hash", f"expected a string (a commit hash), got {_type(value)}")
+    if not git.is_hash(value):
+        raise where.error("commit_hash", f"{_shown(value)} is not a commit hash (expected 7-64 hexadecimal digits)")
     return value
 
 
@@ -319,8 +327,8 @@ def _param_lists(where: _Where, value: Any) -> tuple[tuple[str, ...], ...]:
                 raise where.error(f"params[{i}]", f"expected each value's repr (a string), got {_type(text)}")
             if len(text) > MAX_PARAM:
                 raise where.error(f"params[{i}]", f"a value of {len(text)} characters, more than {MAX_PARAM}")
-            if "\x00" in text:
-                raise where.error(f"params[{i}]", "a value contains a NUL character")
+            if _UNSTORABLE.search(text):
+                raise where.error(f"params[{i}]", "a value contains a NUL character or a lone surrogate")
     return tuple(tuple(values) for values in value)
 
 
