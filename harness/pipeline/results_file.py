@@ -28,6 +28,7 @@ SUPPORTED_VERSION = 2
 MAX_BYTES = 256 * 2**20  # a results file larger than this is not one asv wrote
 MAX_COMBINATIONS = 100_000  # parameter combinations of one benchmark
 MAX_NUMBER = 2**31 - 1  # stats_number: an integer column
+MAX_MAGNITUDE = 1e100  # beyond it a value is no measurement, and differences of values overflow (1e308 - -1e308)
 MAX_PARAM = 1000  # characters of one parameter value's repr
 MAX_PARAMS_KEY = 2000  # characters of one combination written as JSON (the results' key)
 LIMITS = {"machine": 200, "env_name": 1000, "benchmark": 1000, "version": 200, "python": 4000}
@@ -297,6 +298,8 @@ def _number(where: _Where, field: str, value: Any, nan: bool = False) -> float |
     if not math.isfinite(number) and not (nan and math.isnan(number)):
         raise where.error(field, f"{number} is not a valid measurement (expected a finite number"
                           + (", NaN or null)" if nan else " or null)"))
+    if abs(number) > MAX_MAGNITUDE:
+        raise where.error(field, f"{number:g} is not a measurement (beyond ±{MAX_MAGNITUDE:g})")
     return number
 
 
