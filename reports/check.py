@@ -53,7 +53,8 @@ def text(report) -> str:
     lines = [_heading(report)]
     for f in report.findings:
         lines.append(f"{f.state.upper():9} {f.kind:11} {_series(f)}")
-        place = f"position {f.commit.position}" if f.commit.position is not None else f"commit #{f.commit.rank + 1} by date"
+        place = (f"position {f.commit.position}" if f.commit.position is not None
+                 else f"commit #{f.commit.rank + 1} by date")
         lines.append(f"    starts at {f.commit.short} {f.commit.subject!r} ({place}); {_change(f)}")
         if f.resolved_at:
             lines.append(f"    level back at {f.resolved_at.short} {f.resolved_at.subject!r}")

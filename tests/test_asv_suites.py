@@ -139,8 +139,8 @@ def test_conda_infinities_and_plasmapys_format_1_go_in(unpacked, tmp_path):
         assert names["conda_install.TimeInstall.time_explicit_install"] == ["threads", "latency"]
         assert names["benchmark_AtomicSuite.Atomic.time_common_isotopes"] == []
         units = dict(session.execute(select(Benchmark.name, Benchmark.unit)).all())
-        assert units["peakmem_create_python"] == "bytes" and units["extract.TrackSuite.track_streaming_versus_handling"] \
-            == "speedup"
+        assert units["peakmem_create_python"] == "bytes"
+        assert units["extract.TrackSuite.track_streaming_versus_handling"] == "speedup"
 
 
 @needs_data

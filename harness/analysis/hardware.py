@@ -180,7 +180,8 @@ def _plain_values(session: Session, machine: Machine, commit: Commit) -> dict[tu
                            .join(Benchmark, Result.benchmark_id == Benchmark.id)
                            .where(Result.machine_id == machine.id, Result.commit_id == commit.id,
                                   Benchmark.kind == "plain"))
-    return {(name, key): (unit, params, status, value, reason) for name, unit, key, params, status, value, reason in rows}
+    return {(name, key): (unit, params, status, value, reason)
+            for name, unit, key, params, status, value, reason in rows}
 
 
 def _plain_pairs(session: Session, a: Machine, b: Machine, commit: Commit) -> tuple[PlainPair, ...]:

@@ -21,8 +21,8 @@ def add_parser(sub) -> None:
     parser.add_argument("--format", choices=FORMATS, default="text", help="text (default), json or markdown")
     parser.add_argument("--branch", default=None, help="the branch whose series are checked (default: asv.conf.json's "
                         "first branch, else the repository's current branch)")
-    parser.add_argument("--repo", type=Path, default=None, help="git checkout whose first-parent history orders the commits "
-                        "(default: the repository the project's asv.conf.json builds, when it is a local checkout; "
+    parser.add_argument("--repo", type=Path, default=None, help="git checkout whose first-parent history orders the "
+                        "commits (default: the repository the project's asv.conf.json builds, when it is a local checkout; "
                         "without one, commits are ordered by the dates in their results)")
     parser.add_argument("--no-git", action="store_true", help="use the commit order already in the database (the "
                         "branch's placed commits, else the results' dates)")
