@@ -21,8 +21,6 @@ from proofbench.analysis.comparison import SubjectFigures, figures
 from proofbench.db.commits import aware, ordered
 from proofbench.db.models import Benchmark, Commit, Machine, Result
 
-HISTORY_METRICS = ("time", "items", "peak_memory")
-
 
 @dataclass(frozen=True)
 class Series:
@@ -78,13 +76,13 @@ class RunInfo:
     results: int
 
 
-def history(session: Session, metrics: tuple[str, ...] = HISTORY_METRICS) -> History:
-    """Every series of the subjects' given metrics and of every plain benchmark, aggregated per
-    series by the database in one query."""
+def history(session: Session, metrics: tuple[str, ...] | None = None) -> History:
+    """Every series (of the subjects' given metrics, default all, and of every plain benchmark),
+    aggregated per series by the database in one query."""
     commits = ordered(session)
     rank = {c.id: i for i, c in enumerate(commits)}
-    benches = {b.id: b for b in session.scalars(select(Benchmark).where(
-        or_(Benchmark.metric.in_(metrics), Benchmark.kind == "plain")))}
+    wanted = or_(Benchmark.metric.in_(metrics), Benchmark.kind == "plain") if metrics else Benchmark.id.is_not(None)
+    benches = {b.id: b for b in session.scalars(select(Benchmark).where(wanted))}
     reasons: dict[tuple, dict[int, str]] = {}
     for machine_id, env_id, bench_id, key, commit_id, status, reason in session.execute(
             select(Result.machine_id, Result.environment_id, Result.benchmark_id, Result.params_key,

@@ -311,7 +311,7 @@ def test_history_is_one_series_per_machine_benchmark_and_parameters(db_url):
     make_db(db_url)
     with Session(connect(db_url)) as session:
         history = queries.history(session)
-    assert len(history.series) == 2 * 2 * (3 * 2 + 1)  # machines x variants x (time, items per subject + memory)
+    assert len(history.series) == 2 * 2 * (3 * 3 + 1)  # machines x variants x (time, items, quality + memory)
     assert len(history.plain) == 2 * (2 * 4 + 1)  # machines x (versions x combinations + the track benchmark)
     assert {s.params for s in history.plain} == {("10", "quick"), ("10", "<b>merge</b>"), ("1000", "quick"),
                                                  ("1000", "<b>merge</b>"), ()}
@@ -521,3 +521,19 @@ def test_index_lists_plain_benchmarks_by_module_without_inventing_failures(site)
 def test_commits_page_says_what_ordered_the_commits(site):
     html = (site / "commits.html").read_text()
     assert "Here the order comes from first-parent history." in html
+
+
+def test_the_regressions_page_and_the_check_agree_alert_for_alert(tmp_path):
+    from proofbench.analysis.check import run_check
+
+    url = f"sqlite:///{tmp_path / 'agree.sqlite'}"
+    make_db(url)
+    engine = connect(url)
+    report = run_check(engine, "main")
+    render(engine, tmp_path / "site")
+    html = (tmp_path / "site" / "regressions.html").read_text()
+    opened = html[html.index("Open regressions"):html.index("Recent improvements")]
+    regressions = [f for f in report.findings if f.regression and f.state in ("new", "open")]
+    assert len(regressions) == opened.count("<tr>\n<td>") == 3
+    for f in regressions:
+        assert f.commit.hash[:10] in opened
