@@ -98,12 +98,11 @@ def ref(commit: Commit, rank: int) -> CommitRef:
                      _iso(commit.committed_at), rank)
 
 
-def _point(result: Result, commit: CommitRef) -> SeriesPoint:
-    value = result.value if result.status == "ok" else None
+def _point(status: str, value: float | None, samples: list | None, commit: CommitRef) -> SeriesPoint:
+    value = value if status == "ok" else None
     if value is not None and not math.isfinite(value):
         value = None
-    samples = tuple(float(s) for s in result.samples) if result.samples else None
-    return SeriesPoint(commit, result.status, value, samples)
+    return SeriesPoint(commit, status, value, tuple(float(s) for s in samples) if samples else None)
 
 
 @dataclass(frozen=True)
@@ -128,29 +127,39 @@ def order(session: Session, branch: str) -> Order:
 
 
 def load(session: Session, branch: str, within: Order | None = None) -> list[Series]:
-    """Every series with at least one point among the commits of `within` (default: `order`)."""
+    """Every series with at least one point among the commits of `within` (default: `order`).
+
+    Rows are read as columns, not as objects (a whole history is tens of thousands of them); a
+    series' parameters are decoded once, from its first row."""
     within = within or order(session, branch)
-    query = (select(Result, Benchmark, Machine.name, Environment.name)
-             .join(Benchmark, Result.benchmark_id == Benchmark.id)
-             .join(Machine, Result.machine_id == Machine.id)
-             .join(Environment, Result.environment_id == Environment.id)
+    benches = {b.id: b for b in session.scalars(select(Benchmark))}
+    names = {"machine": dict(session.execute(select(Machine.id, Machine.name)).all()),
+             "environment": dict(session.execute(select(Environment.id, Environment.name)).all())}
+    query = (select(Result.machine_id, Result.environment_id, Result.benchmark_id, Result.params_key,
+                    Result.commit_id, Result.status, Result.value, Result.samples)
              .order_by(Result.machine_id, Result.environment_id, Result.benchmark_id, Result.params_key))
-    return list(_group(session.execute(query), within.commits))
+    out = []
+    for key, points in _group(session.execute(query), within.commits):
+        bench = benches[key.benchmark_id]
+        params = session.scalar(select(Result.params).where(
+            Result.machine_id == key.machine_id, Result.environment_id == key.environment_id,
+            Result.benchmark_id == key.benchmark_id, Result.params_key == key.params_key).limit(1))
+        out.append(Series(key, names["machine"][key.machine_id], names["environment"][key.environment_id],
+                          bench.name, bench.subject, bench.metric, bench.unit, bool(bench.higher_is_better),
+                          dict(params or {}), points))
+    return out
 
 
-def _group(rows, commits: dict[int, CommitRef]) -> Iterator[Series]:
+def _group(rows, commits: dict[int, CommitRef]) -> Iterator[tuple[SeriesKey, tuple[SeriesPoint, ...]]]:
     current: SeriesKey | None = None
-    head: tuple = ()
     points: list[SeriesPoint] = []
-    for result, bench, machine, environment in rows:
-        key = SeriesKey(result.machine_id, result.environment_id, result.benchmark_id, result.params_key)
+    for machine_id, env_id, bench_id, params_key, commit_id, status, value, samples in rows:
+        key = SeriesKey(machine_id, env_id, bench_id, params_key)
         if key != current:
             if points:
-                yield Series(current, *head, tuple(sorted(points, key=lambda p: p.commit.rank)))
+                yield current, tuple(sorted(points, key=lambda p: p.commit.rank))
             current, points = key, []
-            head = (machine, environment, bench.name, bench.subject, bench.metric, bench.unit,
-                    bool(bench.higher_is_better), dict(result.params or {}))
-        if result.commit_id in commits:
-            points.append(_point(result, commits[result.commit_id]))
+        if commit_id in commits:
+            points.append(_point(status, value, samples, commits[commit_id]))
     if points:
-        yield Series(current, *head, tuple(sorted(points, key=lambda p: p.commit.rank)))
+        yield current, tuple(sorted(points, key=lambda p: p.commit.rank))
