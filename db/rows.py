@@ -55,4 +55,5 @@ def upsert(session: Session, model: type, rows: list[dict], unique: tuple[str, .
     statement = insert(model)
     excluded = statement.excluded  # a new collection at every access
     changed = {k: excluded[k] for k in rows[0] if k not in unique}
-    session.execute(statement.on_conflict_do_update(index_elements=list(unique), set_=changed), rows)
+    # on the session's connection, as Core: the ORM's bulk path adds nothing for plain dicts but time
+    session.connection().execute(statement.on_conflict_do_update(index_elements=list(unique), set_=changed), rows)
