@@ -4,8 +4,8 @@ and what `check` finds next to what asv's own step detection finds on the same o
     .venv/bin/python -m tools.suite_evidence [--keep DIR] [--threshold 0.05]
 
 The BLAS set (`shared/data/asv-results/blas-results.tar.xz`: 269 files, 3 machines, 92 commits)
-is unpacked into a temporary folder. Each proofbench command runs as its own process (the time
-printed is its wall clock, with its peak RSS from wait4), in this order: ingest, ingest again
+is unpacked into a temporary folder. Each proofbench command runs as its own process (printed:
+its wall clock, CPU time and peak RSS from wait4, and the load average after it), in this order: ingest, ingest again
 (nothing new), check (recorded), report. There is no repository, so commits are ordered by the
 dates asv recorded.
 
@@ -35,8 +35,8 @@ from pathlib import Path
 from tools.real_data import shared_data
 
 
-def _run(argv: list[str]) -> tuple[float, float, str, str]:
-    """(wall seconds, peak RSS MiB, stdout, stderr) of one proofbench command in its own process."""
+def _run(argv: list[str]) -> tuple[float, float, float, str, str]:
+    """(wall seconds, CPU seconds, peak RSS MiB, stdout, stderr) of one proofbench command in its own process."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", "proofbench", *argv], stdout=out, stderr=err, text=True)
@@ -45,7 +45,7 @@ def _run(argv: list[str]) -> tuple[float, float, str, str]:
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return wall, usage.ru_maxrss / 1024, out.read(), err.read()
+        return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out.read(), err.read()
 
 
 def _asv_series(results: Path, order: list[str]) -> dict[tuple, tuple[list, list]]:
@@ -107,14 +107,13 @@ def main() -> None:
         archive.extractall(work / "blas", filter="data")
     results, url = work / "blas" / "results", f"sqlite:///{work / 'blas.sqlite'}"
     os.chdir(work)  # no project here: nothing but the results is read
-    timings = {}
     for label, argv in (("ingest", ["ingest", str(results), "--db", url]),
                         ("ingest again", ["ingest", str(results), "--db", url]),
                         ("check", ["check", "--format", "json", "--db", url]),
                         ("report", ["report", "--out", str(work / "site"), "--db", url])):
-        wall, rss, out, err = _run(argv)
-        timings[label] = (wall, rss)
-        print(f"{label:13} {wall:6.2f} s  peak RSS {rss:6.0f} MiB  {' '.join(err.split())[:110]}")
+        wall, cpu, rss, out, err = _run(argv)
+        print(f"{label:13} {wall:6.2f} s wall {cpu:6.2f} s CPU  peak RSS {rss:4.0f} MiB  load {os.getloadavg()[0]:.1f}"
+              f"  {' '.join(err.split())[:90]}")
         if label == "check":
             checked = json.loads(out)
     _compare(checked, results, url, args.threshold)
