@@ -297,3 +297,15 @@ def test_asvs_statistics_columns_may_hold_infinities(project, tmp_path, capsys):
     assert "-Infinity" in path.read_text()
     assert main(["ingest", str(path), "--db", f"sqlite:///{tmp_path / 'db.sqlite'}", "--project", str(project)]) == 0
     assert "ingested 1 file(s), 7 result(s)" in capsys.readouterr().err
+
+
+def test_a_file_whose_name_is_not_utf8_goes_in(project, tmp_path, capsys):
+    machine_dir = tmp_path / "results" / "box"
+    machine_dir.mkdir(parents=True)
+    name = os.fsdecode(b"1111\xff\xfe-env.json")  # undecodable bytes, as surrogates
+    (machine_dir / name).write_text(dumped(document(FIRST)))
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    assert main(["ingest", str(tmp_path / "results"), "--db", url, "--project", str(project)]) == 0
+    with Session(connect(url)) as session:
+        (stored,) = session.scalars(select(IngestedFile.path))
+    assert stored.endswith("1111\\udcff\\udcfe-env.json")
