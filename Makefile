@@ -5,7 +5,7 @@ BIN     = $(VENV)/bin
 PROFILE ?= quick
 
 .PHONY: run example test install install-test install-evaluate install-edivisive report evaluate-detect \
-	simulate-nightly detect-timing render-benchmark clean
+	simulate-nightly detect-timing render-benchmark suite-evidence clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -78,6 +78,10 @@ detect-timing: install
 
 render-benchmark: install
 	$(BIN)/python -m tools.render_benchmark
+
+# ingest, check and report timed on OpenMathLib's published BLAS results; check beside asv's step detection
+suite-evidence: install
+	$(BIN)/python -m tools.suite_evidence
 
 clean:
 	rm -rf .asv .proofbench build reports/site db/proofbench.sqlite*

@@ -53,7 +53,7 @@ class Alert(Base):
     machine_id: Mapped[int] = mapped_column(ForeignKey("machines.id"), index=True)
     environment_id: Mapped[int] = mapped_column(ForeignKey("environments.id"))
     benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmarks.id"), index=True)
-    params_key: Mapped[str] = mapped_column(String(400))
+    params_key: Mapped[str] = mapped_column(String(2000))
     params: Mapped[dict[str, Any]] = mapped_column(default=dict)
     commit_id: Mapped[int] = mapped_column(ForeignKey("commits.id"))
     previous_commit_id: Mapped[Optional[int]] = mapped_column(ForeignKey("commits.id"))

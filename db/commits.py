@@ -1,8 +1,10 @@
 """Commit order, written once: where a commit stands on its branch, and which commit is the latest.
 
 A commit's place is its position on a branch's first-parent history (`place`, from git); a
-commit that has none (results ingested without the repository) is ordered by its commit date,
-then by the date its results were taken, then by the order it was ingested. Hashes never order.
+commit that has none (results ingested without the repository) is ordered by its commit date:
+the repository's, else the one asv recorded in the results files; then by the date its results
+were taken, then by the order it was ingested. Hashes never order. `basis` says which of these
+ordered a list of commits, so a report can say so.
 """
 from __future__ import annotations
 
@@ -41,10 +43,24 @@ def place(session: Session, hashes: Sequence[str], branch: str) -> int:
     return changed
 
 
+BASES = ("first-parent history", "commit dates", "results' dates", "measurement or ingest order")
+
+
 def order_key(commit: Commit, measured_at: dt.datetime | None = None) -> tuple:
-    """Sort key of commit order: position, else commit date, else when it was measured, else ingest order."""
-    when = aware(commit.committed_at) or aware(measured_at)
+    """Sort key of commit order: position, else commit date (the repository's, else asv's), else
+    when it was measured, else ingest order."""
+    when = aware(commit.committed_at) or aware(commit.results_date) or aware(measured_at)
     return (commit.position is None, commit.position or 0, when is None, when or _EPOCH, commit.id)
+
+
+def basis(commits: Sequence[Commit]) -> tuple[str, ...]:
+    """What ordered `commits` (each of `BASES` that did, in that order): the first-parent
+    history where they have a position, else the repository's commit dates, the dates asv
+    recorded in the results files, or when they were measured and ingested."""
+    used = set()
+    for c in commits:
+        used.add(0 if c.position is not None else 1 if c.committed_at else 2 if c.results_date else 3)
+    return tuple(BASES[i] for i in sorted(used))
 
 
 def ordered(session: Session, machine_id: int | None = None) -> list[Commit]:

@@ -43,7 +43,11 @@ class Machine(Base):
 
 
 class Commit(Base):
-    """A commit of the measured repository; `position` orders a branch's first-parent history."""
+    """A commit of the measured repository; `position` orders a branch's first-parent history.
+
+    `results_date` is the commit's date as asv recorded it in the results files: what orders
+    commits when the repository is not at hand (see `proofbench.db.commits`).
+    """
 
     __tablename__ = "commits"
 
@@ -55,6 +59,7 @@ class Commit(Base):
     committed_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime(timezone=True))
     branch: Mapped[Optional[str]] = mapped_column(String(200))
     position: Mapped[Optional[int]] = mapped_column(Integer)
+    results_date: Mapped[Optional[dt.datetime]] = mapped_column(DateTime(timezone=True))
 
 
 class Environment(Base):
@@ -63,27 +68,32 @@ class Environment(Base):
     __tablename__ = "environments"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    name: Mapped[str] = mapped_column(String(400), unique=True)
+    name: Mapped[str] = mapped_column(String(1000), unique=True)
     python: Mapped[str] = mapped_column(Text, default="")
     requirements: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
 
 class Benchmark(Base):
-    """One asv benchmark at one workload version: a subject's metric.
+    """One asv benchmark at one asv `version`: a subject's metric, or a plain asv benchmark.
 
-    A new `version` (the workload changed) is a new row, hence a new series.
+    `kind` is "subject" for a benchmark the suite's labels describe (subject, area, item,
+    metric, variants), "plain" for any other asv benchmark: its metric is asv's type (time,
+    memory, peakmemory, track), its unit asv's, and its parameters are named as asv names
+    them. A new `version` (the workload or the benchmark's code changed) is a new row, hence
+    a new series, as in `asv publish`.
     """
 
     __tablename__ = "benchmarks"
     __table_args__ = (UniqueConstraint("name", "version"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    name: Mapped[str] = mapped_column(String(400))
-    version: Mapped[str] = mapped_column(String(100))
+    name: Mapped[str] = mapped_column(String(1000))
+    version: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(String(10), default="subject", server_default="subject")
     subject: Mapped[str] = mapped_column(String(200))
     area: Mapped[str] = mapped_column(String(50))
     metric: Mapped[str] = mapped_column(String(100))
-    unit: Mapped[str] = mapped_column(String(50))
+    unit: Mapped[str] = mapped_column(String(100))
     higher_is_better: Mapped[bool] = mapped_column(Boolean)
     item: Mapped[str] = mapped_column(String(50), default="")
     param_names: Mapped[list[Any]] = mapped_column(default=list)
@@ -120,7 +130,7 @@ class Result(Base):
     environment_id: Mapped[int] = mapped_column(ForeignKey("environments.id"))
     file_id: Mapped[Optional[int]] = mapped_column(ForeignKey("ingested_files.id"))
     params: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    params_key: Mapped[str] = mapped_column(String(400))
+    params_key: Mapped[str] = mapped_column(String(2000))
     status: Mapped[str] = mapped_column(String(10))
     reason: Mapped[str] = mapped_column(Text, default="")
     value: Mapped[Optional[float]] = mapped_column(Float)

@@ -55,12 +55,14 @@ class Tick:
 
 @dataclass(frozen=True)
 class Line:
-    """One plotted series: polyline point lists (split where a run failed) and lone points."""
+    """One plotted series: polyline point lists (split where a run failed), lone points, and
+    where its plot has tips, each valid point with its tooltip text."""
 
     label: str
     css: str
     paths: tuple[str, ...]
     dots: tuple[tuple[float, float], ...]
+    tips: tuple[tuple[float, float, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -118,12 +120,14 @@ class Chart:
 
 @dataclass(frozen=True)
 class Plot:
-    """Input of one line: label, CSS class, commit ranks and values (None: failed there)."""
+    """Input of one line: label, CSS class, commit ranks and values (None: failed there), and
+    optionally a tooltip text per point."""
 
     label: str
     css: str
     ranks: Sequence[int]
     values: Sequence[float]  # NaN where there is no value (a failed run)
+    tips: Sequence[str] = ()
 
 
 class _Scale:
@@ -233,7 +237,8 @@ def line_chart(chart_id: str, title: str, quantity: Quantity, plots: list[Plot],
         valid = fit & ((vals > 0) if y.log else True)
         xs = x(np.asarray(p.ranks, dtype=float))
         ys = y(np.where(valid, vals, 1.0))
-        lines.append(Line(p.label, p.css, *_paths(xs, ys, valid)))
+        tips = tuple((round(float(a), 1), round(float(b), 1), t) for a, b, t, ok in zip(xs, ys, p.tips, valid) if ok)
+        lines.append(Line(p.label, p.css, *_paths(xs, ys, valid), tips))
         failures.extend(round(float(xx), 1) for xx, v in zip(xs, vals) if np.isnan(v))
         off_scale.extend(round(float(xx), 1) for xx, v, ok in zip(xs, vals, valid) if not ok and not np.isnan(v))
     return Chart(

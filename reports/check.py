@@ -37,7 +37,8 @@ def _heading(report) -> str:
     previous = f"previous check #{report.previous_check[0]} at {report.previous_check[1]}" \
         if report.previous_check else "first check"
     since = f", since {report.since}" if report.since else ""
-    return f"proofbench check: branch {report.branch}{since}, {report.series} series, {previous}"
+    order = f" ordered by {' then '.join(report.order)}" if report.order else ""
+    return f"proofbench check: branch {report.branch}{since}, {report.series} series{order}, {previous}"
 
 
 def _totals(report) -> str:
@@ -52,8 +53,9 @@ def text(report) -> str:
     lines = [_heading(report)]
     for f in report.findings:
         lines.append(f"{f.state.upper():9} {f.kind:11} {_series(f)}")
-        lines.append(f"    starts at {f.commit.short} {f.commit.subject!r} (position {f.commit.position}); "
-                     f"{_change(f)}")
+        place = (f"position {f.commit.position}" if f.commit.position is not None
+                 else f"commit #{f.commit.rank + 1} by date")
+        lines.append(f"    starts at {f.commit.short} {f.commit.subject!r} ({place}); {_change(f)}")
         if f.resolved_at:
             lines.append(f"    level back at {f.resolved_at.short} {f.resolved_at.subject!r}")
     lines.append(_totals(report))
@@ -111,7 +113,7 @@ def to_json(report: CheckReport) -> dict:
         "format": FORMAT, "version": FORMAT_VERSION, "status": "regression" if report.exit_code else "ok",
         "exit_code": report.exit_code,
         "check": {"id": report.check_id, "at": report.at, "branch": report.branch, "since": report.since,
-                  "recorded": report.recorded, "fail_on": report.fail_on,
+                  "recorded": report.recorded, "fail_on": report.fail_on, "order": list(report.order),
                   "previous": {"id": previous[0], "at": previous[1]} if previous else None},
         "counts": {"series": report.series, "new_regressions": report.count("new", True),
                    "new_improvements": report.count("new", False),

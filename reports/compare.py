@@ -11,7 +11,7 @@ from pathlib import Path
 
 from proofbench.reports import formatting as fmt
 
-JSON_FORMAT = 1  # version of the JSON document; bumped when its shape changes
+JSON_FORMAT = 2  # version of the JSON document; bumped when its shape changes (2: plain asv benchmarks)
 
 
 def _number(x: float | None) -> float | None:
@@ -41,6 +41,8 @@ def as_json(comparison) -> dict:
 
     `throughput_ratio` is items/s on A over items/s on B; its `word` reads "faster" when A is
     significantly faster. Each side's `speedup` is its variant over its baseline on that machine.
+    `benchmarks` are the plain asv benchmarks measured on both at `benchmarks_commit`: asv's value
+    on each machine and `ratio`, A's over B's.
     """
     return {
         "format": JSON_FORMAT, "a": asdict(comparison.a), "b": asdict(comparison.b),
@@ -49,6 +51,9 @@ def as_json(comparison) -> dict:
                       "variants": [{"variant": v.variant, "a": _variant(v.a), "b": _variant(v.b),
                                     "throughput_ratio": _speedup(v.ratio), "note": v.note} for v in s.variants]}
                      for s in comparison.subjects],
+        "benchmarks_commit": comparison.plain_commit or None,
+        "benchmarks": [{"benchmark": p.benchmark, "params": p.params, "unit": p.unit, "a": _number(p.a),
+                        "b": _number(p.b), "ratio": _number(p.ratio), "note": p.note} for p in comparison.plain],
     }
 
 
@@ -85,8 +90,32 @@ def text(comparison) -> str:
     out.print(fmt.cell(_side_line("B", comparison.b)))
     if not comparison.same_commit:
         out.print("note: the machines are compared at different commits (each one's latest)")
-    out.print(table)
+    if comparison.subjects:
+        out.print(table)
+    if comparison.plain:
+        out.print(_plain_table(comparison))
     return out.export_text()
+
+
+def _plain_table(comparison):
+    from rich.table import Table
+
+    a, b = comparison.a.name, comparison.b.name
+    table = Table(title=fmt.cell(f"asv benchmarks at commit {comparison.plain_commit[:10]} (A/B below 1: lower on A)"))
+    for column in ("benchmark", "parameters", a, b, "A/B"):
+        table.add_column(fmt.cell(column))
+    for p in comparison.plain:
+        params = ", ".join(f"{k}={v}" for k, v in p.params.items())
+        table.add_row(*map(fmt.cell, (p.benchmark, params, _value(p.a, p.unit), _value(p.b, p.unit),
+                                      f"{p.ratio:.3g}" if p.ratio is not None else p.note)))
+    return table
+
+
+def _value(x: float | None, unit: str) -> str:
+    if x is None:
+        return "—"
+    kind = unit if unit in ("seconds", "bytes") else ""
+    return fmt.amount(x, kind) + ("" if kind else f" {unit}")
 
 
 def _cell(v) -> str:

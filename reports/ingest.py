@@ -3,11 +3,12 @@ from __future__ import annotations
 
 
 def summary(report) -> str:
-    """One line: files taken in, results written, files already known."""
+    """One line: files taken in, results written, files already known, commits placed."""
+    placed = f"; {report.placed} commit(s) placed on the branch's history" if report.placed else ""
     return (f"ingested {len(report.ingested)} file(s), {report.rows} result(s); "
-            f"{len(report.unchanged)} already known")
+            f"{len(report.unchanged)} already known{placed}")
 
 
 def refusals(report) -> list[str]:
-    """One line per refused file, naming it and what was wrong."""
-    return [f"refused {line}" for line in report.refused]
+    """One line per refused file (naming it and what was wrong), then one per warning."""
+    return [f"refused {line}" for line in report.refused] + [f"warning: {line}" for line in report.warnings]

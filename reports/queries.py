@@ -1,5 +1,6 @@
 """What the report reads beyond proofbench.analysis.comparison: commit order, every series' history in one
-query, and when, at which commit and with which profile each machine's latest data was measured.
+query (subjects' and plain asv benchmarks'), and when, at which commit and with which profile each
+machine's latest data was measured.
 
 Commit order is `proofbench.db.commits.ordered`'s. The history query reads per-commit values only
 (no raw samples, no JSON), once for the whole site; raw samples are read for latest runs only,
@@ -12,7 +13,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from sqlalchemy import case, func, literal, select
+from sqlalchemy import case, func, literal, or_, select
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
 
@@ -20,15 +21,14 @@ from proofbench.analysis.comparison import SubjectFigures, figures
 from proofbench.db.commits import aware, ordered
 from proofbench.db.models import Benchmark, Commit, Machine, Result
 
-HISTORY_METRICS = ("time", "items", "peak_memory")
-
 
 @dataclass(frozen=True)
 class Series:
     """One history: a benchmark's value on one machine, environment and parameter set.
 
     `ranks` are indexes into `History.commits`, ascending; `values` are NaN where the run
-    failed or was skipped (`reasons` says why, by rank).
+    failed or was skipped (`reasons` says why, by rank). `params` are the parameter values in
+    the benchmark's order; `variant` and `size` name a subject's (empty for a plain benchmark).
     """
 
     machine_id: int
@@ -40,6 +40,7 @@ class Series:
     ranks: list[int]
     values: list[float]
     reasons: dict[int, str] = field(default_factory=dict)
+    params: tuple[str, ...] = ()
 
     @property
     def last_rank(self) -> int:
@@ -54,10 +55,12 @@ class Series:
 
 @dataclass(frozen=True)
 class History:
-    """Every commit with results, in report order, and every series over them."""
+    """Every commit with results, in report order, and every series over them: the subjects'
+    (`series`) and the plain asv benchmarks' (`plain`)."""
 
     commits: list[Commit]
     series: list[Series]
+    plain: list[Series] = field(default_factory=list)
 
     def commit(self, rank: int) -> Commit:
         """The commit at `rank` in report order."""
@@ -73,11 +76,13 @@ class RunInfo:
     results: int
 
 
-def history(session: Session, metrics: tuple[str, ...] = HISTORY_METRICS) -> History:
-    """Every series of the given metrics, aggregated per series by the database in one query."""
+def history(session: Session, metrics: tuple[str, ...] | None = None) -> History:
+    """Every series (of the subjects' given metrics, default all, and of every plain benchmark),
+    aggregated per series by the database in one query."""
     commits = ordered(session)
     rank = {c.id: i for i, c in enumerate(commits)}
-    benches = {b.id: b for b in session.scalars(select(Benchmark).where(Benchmark.metric.in_(metrics)))}
+    wanted = or_(Benchmark.metric.in_(metrics), Benchmark.kind == "plain") if metrics else Benchmark.id.is_not(None)
+    benches = {b.id: b for b in session.scalars(select(Benchmark).where(wanted))}
     reasons: dict[tuple, dict[int, str]] = {}
     for machine_id, env_id, bench_id, key, commit_id, status, reason in session.execute(
             select(Result.machine_id, Result.environment_id, Result.benchmark_id, Result.params_key,
@@ -86,14 +91,17 @@ def history(session: Session, metrics: tuple[str, ...] = HISTORY_METRICS) -> His
         reasons.setdefault((machine_id, env_id, bench_id, key), {})[rank[commit_id]] = reason or status
     aggregated = _aggregated(session, list(benches))
     params = _params(session, {k[3] for k, _, _ in aggregated})
-    series = []
+    series: dict[str, list[Series]] = {"subject": [], "plain": []}
     for key, commit_ids, values in aggregated:
         ranks = [rank[c] for c in commit_ids]
         if ranks != sorted(ranks):
             ranks, values = map(list, zip(*sorted(zip(ranks, values), key=lambda p: p[0])))
-        series.append(Series(key[0], key[1], benches[key[2]], key[3], *params[key[3]], ranks, values,
-                             reasons.get(key, {})))
-    return History(commits, series)
+        bench = benches[key[2]]
+        variant, size, values_of = params[key[3]]
+        shown = ("", "") if bench.kind == "plain" else (variant, size)
+        series["plain" if bench.kind == "plain" else "subject"].append(
+            Series(key[0], key[1], bench, key[3], *shown, ranks, values, reasons.get(key, {}), values_of))
+    return History(commits, series["subject"], series["plain"])
 
 
 def _aggregated(session: Session, bench_ids: list[int]) -> list[tuple[tuple, list[int], list[float]]]:
@@ -126,19 +134,22 @@ def _aggregated(session: Session, bench_ids: list[int]) -> list[tuple[tuple, lis
     return [(k, ids, values) for k, (ids, values) in grouped.items()]
 
 
-def _params(session: Session, keys: set[str]) -> dict[str, tuple[str, str]]:
-    """(variant, size) of each params key; a key that is not ingest's JSON pair is looked up."""
+def _params(session: Session, keys: set[str]) -> dict[str, tuple[str, str, tuple[str, ...]]]:
+    """(variant, size, every value) of each params key (ingest's JSON list of the values); a key
+    that is not one is looked up."""
     out = {}
     for key in keys:
         try:
             decoded = json.loads(key)
         except ValueError:
             decoded = None
-        if isinstance(decoded, list) and len(decoded) == 2 and all(isinstance(x, str) for x in decoded):
-            out[key] = (decoded[0], decoded[1])
+        if isinstance(decoded, list) and all(isinstance(x, str) for x in decoded):
+            pair = decoded if len(decoded) == 2 else ("", "")
+            out[key] = (pair[0], pair[1], tuple(decoded))
         else:
             stored = session.scalar(select(Result.params).where(Result.params_key == key).limit(1)) or {}
-            out[key] = (str(stored.get("variant", "")), str(stored.get("size", "")))
+            out[key] = (str(stored.get("variant", "")), str(stored.get("size", "")),
+                        tuple(str(v) for v in stored.values()))
     return out
 
 

@@ -1,8 +1,9 @@
 """Renders the static HTML site from the database with Jinja2 (autoescape on).
 
-Pages: index.html (subjects x machines), claims.html (the claims ledger), machines.html
-(hardware side by side), regressions.html (change points), commits.html (commit order) and one
-page per subject under subjects/. The database is read once (reports/queries.py); every page
+Pages: index.html (subjects x machines, and the plain asv benchmarks by module), claims.html
+(the claims ledger), machines.html (hardware side by side), regressions.html (change points),
+commits.html (commit order), one page per subject under subjects/ and one per plain asv
+benchmark under benchmarks/. The database is read once (reports/queries.py); every page
 is written through reports/output.py, so no file lands outside the output directory.
 """
 from __future__ import annotations
@@ -20,12 +21,12 @@ from sqlalchemy.orm import Session
 from proofbench.analysis.comparison import SubjectFigures, figures, machines
 from proofbench.analysis.verdict import Verdict, judge
 from proofbench.claim import Claim
-from proofbench.db.commits import latest
+from proofbench.db.commits import basis, latest
 from proofbench.db.models import ClaimRow, Commit, Machine
 from proofbench.db.models import Environment as EnvironmentRow
 from proofbench.db.profiles import CalibrationRow, VariantProfileRow, calibrations, latest_profiles
 from proofbench.errors import DeclarationError
-from proofbench.reports import changes, matrix, queries
+from proofbench.reports import changes, matrix, plain, queries
 from proofbench.reports import profiles as why
 from proofbench.reports.formatting import FILTERS, visible
 from proofbench.reports.machines import MachineColumn, column, has_gpu, labels, largest, profile_rows
@@ -104,11 +105,13 @@ class Site:
     rows: list[matrix.Row]
     ledger: list[matrix.LedgerRow]
     commits: list[Commit]
+    order: tuple[str, ...]  # what ordered the commits (proofbench.db.commits.BASES)
     hardware: list[tuple[str, list[str]]]
     check: changes.CheckInfo | None  # the nightly check whose alerts are shown (None: found on the fly)
     profiles: dict[tuple[str, int, str], why.ProfileView]  # (subject, machine id, size) -> view
     loose_profiles: dict[str, list[why.ProfileView]]  # by subject: at a size or machine without results
     calibrations: list[tuple[str, list[str]]]  # machines page rows, one text per column
+    plain: list[plain.PlainPage]  # the plain asv benchmarks' pages
 
 
 def _columns(session: Session, history: queries.History, claims: list[Claim],
@@ -117,7 +120,7 @@ def _columns(session: Session, history: queries.History, claims: list[Claim],
     out = []
     for machine in found:
         mine = [s for s in history.series if s.machine_id == machine.id]
-        newest = max((s.last_rank for s in mine), default=None)
+        newest = max((s.last_rank for s in mine + history.plain if s.machine_id == machine.id), default=None)
         commit = history.commit(newest) if newest is not None else None
         run = queries.run_info(session, machine.id, {commit.id}).get(commit.id) if commit else None
         latest = queries.latest_figures(session, machine, mine, history.commits)
@@ -129,7 +132,7 @@ def _change_points(session: Session, history: queries.History, machine_ids: set[
     """Stored alerts when a nightly check has run, else detection started in the background."""
     found = changes.stored(session, {c.id: i for i, c in enumerate(history.commits)})
     check, by_key = found if found is not None else (None, None)
-    return check, changes.Changes(detectable(history, machine_ids), by_key)
+    return check, changes.Changes(detectable(history, machine_ids) + plain.detectable(history, machine_ids), by_key)
 
 
 @dataclass(frozen=True)
@@ -170,19 +173,24 @@ def assemble(data: _Read, writer: SiteWriter) -> Site:
     claims, history, columns = data.claims, data.history, data.columns
     subject_names = {s.benchmark.subject for s in history.series} | {c.subject for c in claims}
     pages = {name: writer.page_name("subjects", name) for name in sorted(subject_names)}
+    steps = data.steps.result()
     subjects, notes = build(history, {c.machine.id: c for c in columns}, claims, pages.__getitem__,
-                            data.environments, data.steps.result())
+                            data.environments, steps)
+    benchmarks, plain_notes = plain.build(history, {c.machine.id: c for c in columns},
+                                          lambda name: writer.page_name("benchmarks", name), data.environments, steps)
     built = {page.subject: page.page for page in subjects}  # only pages that will exist are linked
     by_machine = {c.machine.id: c for c in columns}
     views = why.views(data.profiles, data.calibrations,
                            lambda machine, subject, size: by_machine[machine].figures.get((subject, size)), writer)
     return Site(generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), columns=columns,
-                claims=claims, unreadable_claims=data.unreadable_claims, subjects=subjects, notes=notes, rows=matrix.rows(columns, claims, built),
-                ledger=matrix.ledger(columns, claims, built), commits=history.commits,
+                claims=claims, unreadable_claims=data.unreadable_claims, subjects=subjects, notes=notes + plain_notes,
+                rows=matrix.rows(columns, claims, built), ledger=matrix.ledger(columns, claims, built),
+                commits=history.commits, order=basis(history.commits),
                 hardware=profile_rows([c.machine for c in columns]), check=data.check,
                 profiles=views,
                 loose_profiles=why.loose(views, subjects),
-                calibrations=why.calibration_rows([c.machine.id for c in columns], data.calibrations))
+                calibrations=why.calibration_rows([c.machine.id for c in columns], data.calibrations),
+                plain=benchmarks)
 
 
 def _regressions(notes: list[ChangeNote]) -> dict[str, list[ChangeNote]]:
@@ -210,7 +218,8 @@ def render(engine: Engine, out_dir: Path) -> Path:
     writer.copy_static(STATIC_DIR)
     areas = matrix.by_area(site.rows)
     index = writer.write("index.html", env.get_template("index.html").render(
-        **common, page="index", areas=areas, open_regressions=len(regressions["open"])))
+        **common, page="index", areas=areas, open_regressions=len(regressions["open"]),
+        modules=plain.by_module(site.plain)))
     writer.write("claims.html", env.get_template("claims.html").render(
         **common, page="claims", tally=matrix.tally(site.ledger)))
     writer.write("machines.html", env.get_template("machines.html").render(**common, page="machines", areas=areas))
@@ -221,4 +230,7 @@ def render(engine: Engine, out_dir: Path) -> Path:
     template = env.get_template("subject.html")
     for subject in site.subjects:
         writer.write(subject.page, template.render(site=site, root="../", page="subject", subject=subject))
+    template = env.get_template("benchmark.html")
+    for page in site.plain:
+        writer.write(page.page, template.render(site=site, root="../", page="benchmark", b=page))
     return index

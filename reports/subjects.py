@@ -3,8 +3,9 @@
 A group is one machine, environment and size. Its charts: time per call and items/s for every
 variant, peak memory where measured, and each variant's speedup over the baseline per commit
 (the ratio of asv's per-commit medians; the interval at the newest commit is on the index).
-Change points come from reports/changes.py over time and peak memory; they are numbered on the
-charts and listed under them with the commit and its subject line.
+Change points come from reports/changes.py over every metric of the subject (as the nightly check
+looks at every series); those of time and peak memory are numbered on their charts, and all are
+listed under the charts with the commit and its subject line.
 """
 from __future__ import annotations
 
@@ -101,10 +102,10 @@ def _variant_order(group: dict[str, dict[str, Series]]) -> list[str]:
 
 
 def detectable(history: History, machine_ids: set[int]) -> list[tuple[tuple, Series]]:
-    """The series change points are looked for in, each with its place on the pages:
-    (subject, (machine, environment, size), metric, variant)."""
+    """The series change points are looked for in (every metric's, as the nightly check's), each
+    with its place on the pages: (subject, (machine, environment, size), metric, variant)."""
     return [((s.benchmark.subject, (s.machine_id, s.environment_id, s.size), s.benchmark.metric, s.variant), s)
-            for s in history.series if s.machine_id in machine_ids and s.benchmark.metric in DETECTED]
+            for s in history.series if s.machine_id in machine_ids]
 
 
 def build(history: History, columns: dict[int, MachineColumn], claims: list[Claim], page_of: Callable[[str], str],
@@ -184,15 +185,24 @@ def _group(ctx: _Context, group: dict[str, dict[str, Series]], environment: str 
 
 
 def _notes(ctx: _Context, group: dict[str, dict[str, Series]], order: list[str]) -> list[ChangeNote]:
-    found = [(step, metric, variant) for metric in DETECTED for variant in order
-             if variant in group.get(metric, {})
+    found = [(step, metric, variant) for metric in sorted(group) for variant in order
+             if variant in group[metric]
              for step in ctx.steps.get((ctx.subject, ctx.key, metric, variant), [])]
     found.sort(key=lambda f: (f[0].rank, f[1], order.index(f[2])))
     return [ChangeNote(i + 1, ctx.subject, ctx.page, ctx.anchor, ctx.column.label, ctx.key[2], variant,
-                       DETECTED[metric], "seconds" if metric == "time" else "bytes",
-                       f"{ctx.anchor}-{'time' if metric == 'time' else 'memory'}",
-                       ctx.history.commit(step.rank), ctx.history.commit(step.previous_rank), step)
+                       DETECTED.get(metric, metric.replace("_", " ")), _kind(group[metric][variant]),
+                       _chart_of(ctx.anchor, metric), ctx.history.commit(step.rank),
+                       ctx.history.commit(step.previous_rank), step)
             for i, (step, metric, variant) in enumerate(found)]
+
+
+def _kind(series: Series) -> str:
+    return series.benchmark.unit if series.benchmark.unit in ("seconds", "bytes") else "other"
+
+
+def _chart_of(anchor: str, metric: str) -> str:
+    # the chart a change is marked on; a metric without one is listed under its group
+    return {"time": f"{anchor}-time", "peak_memory": f"{anchor}-memory"}.get(metric, anchor)
 
 
 def _plots(series: dict[str, Series], order: list[str], css: dict[str, str]) -> list[charts.Plot]:

@@ -108,8 +108,9 @@ def test_a_flat_history_exits_0_with_the_documented_shape(sqlite_url, capsys):
     assert list(report) == ["format", "version", "status", "exit_code", "check", "counts", "alerts"]
     assert (report["format"], report["version"], report["status"], report["exit_code"]) == (FORMAT, FORMAT_VERSION,
                                                                                              "ok", 0)
-    assert set(report["check"]) == {"id", "at", "branch", "since", "recorded", "fail_on", "previous"}
+    assert set(report["check"]) == {"id", "at", "branch", "since", "recorded", "fail_on", "order", "previous"}
     assert report["check"]["branch"] == "main" and report["check"]["previous"] is None
+    assert report["check"]["order"] == ["first-parent history"]
     assert report["counts"] == {"series": 2, "new_regressions": 0, "new_improvements": 0,
                                 "still_open_regressions": 0, "still_open_improvements": 0, "resolved": 0}
     assert report["alerts"] == []
@@ -255,3 +256,60 @@ def test_run_check_rejects_an_unknown_fail_on(step):
 
     with pytest.raises(InputError, match="fail_on must be one of new, open"):
         run_check(step.engine, "main", fail_on="sometimes")
+
+
+PLAIN = "bench.Suite.track_throughput"  # a plain asv benchmark: lower is better unless a rule says otherwise
+
+
+def _plain_history(url: str) -> History:
+    h = History(url)
+    with Session(h.engine) as session, session.begin():
+        session.add(Benchmark(name=PLAIN, version="v1", kind="plain", subject="", area="", metric="track",
+                              unit="ops/s", higher_is_better=False, param_names=["variant", "size"]))
+    h.nights(0, 10, {PLAIN: 100.0, TIME: 1.0e-3})
+    h.nights(10, 20, {PLAIN: 70.0, TIME: 1.02e-3})  # 30% fewer ops/s; 2% slower calls
+    return h
+
+
+def _found(report) -> set[tuple[str, str]]:
+    return {(f.benchmark, f.kind) for f in report.findings}
+
+
+def test_thresholds_and_direction_come_from_the_project_file(sqlite_url):
+    from proofbench.project import CheckSettings, Rule
+
+    h = _plain_history(sqlite_url)
+    # the defaults: a decrease of a plain benchmark is an improvement, a 2% step is below 3%
+    assert _found(run_check(h.engine, "main", record=False)) == {(PLAIN, "improvement")}
+    rules = CheckSettings(min_step=0.01, rules=(Rule("bench.*", higher_is_better=True),))
+    assert _found(run_check(h.engine, "main", record=False, settings=rules)) == {(PLAIN, "regression"),
+                                                                               (TIME, "regression")}
+    strict = CheckSettings(rules=(Rule("bench.*", min_step=0.5),))  # per pattern: a 30% step is too small
+    assert _found(run_check(h.engine, "main", record=False, settings=strict)) == set()
+
+
+def test_the_check_command_reads_the_project_files_check_table(sqlite_url, tmp_path, capsys):
+    from conftest import make_project
+
+    _plain_history(sqlite_url)
+    project = make_project(tmp_path / "bench")
+    with (project / "proofbench.toml").open("a") as fh:
+        fh.write('\n[check]\nmin_step = 0.01\n[[check.rule]]\npattern = "bench.*"\nhigher_is_better = true\n')
+    capsys.readouterr()
+    status = cli.main(["check", "--no-git", "--db", sqlite_url, "--format", "json", "--project", str(project)])
+    report = json.loads(capsys.readouterr().out)
+    kinds = {(a["series"]["benchmark"], a["kind"], a["series"]["higher_is_better"]) for a in report["alerts"]}
+    assert status == 1 and kinds == {(PLAIN, "regression", True), (TIME, "regression", False)}
+
+
+def test_a_database_whose_commits_are_not_placed_is_checked_in_date_order(sqlite_url, capsys):
+    h = History(sqlite_url)
+    h.nights(0, 10, {TIME: 1.0e-3})
+    h.nights(10, 20, {TIME: 1.3e-3})
+    with Session(h.engine) as session, session.begin():  # as ingested without the repository
+        for c in session.scalars(select(Commit)):
+            c.position, c.branch, c.results_date, c.committed_at = None, None, c.committed_at, None
+    status, report = check_json(sqlite_url, capsys)
+    assert status == 1 and report["check"]["order"] == ["results' dates"]
+    (alert,) = report["alerts"]
+    assert alert["commit"]["hash"] == _hash(10) and alert["commit"]["position"] is None

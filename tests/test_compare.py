@@ -43,7 +43,8 @@ def _json(capsys, url: str, *extra: str) -> dict:
 @pytest.mark.slow
 def test_compare_shows_both_machines_side_by_side(two_machines, capsys):
     doc = _json(capsys, two_machines)
-    assert (doc["format"], doc["a"]["name"], doc["b"]["name"], doc["same_commit"]) == (1, "cpu-box", "gpu-box", True)
+    assert (doc["format"], doc["a"]["name"], doc["b"]["name"], doc["same_commit"]) == (2, "cpu-box", "gpu-box", True)
+    assert doc["benchmarks"] == [] and doc["benchmarks_commit"] is None  # every benchmark here is a subject's
     assert doc["a"]["gpu"] == "none" and doc["a"]["gpu_note"] == "NVML not available: NVML Shared Library Not Found"
     assert doc["b"]["gpu"] == GPU and doc["b"]["gpu_note"] is None
     assert {s["subject"] for s in doc["subjects"]} == {"loading.lmdb_read", "loading.fasta_to_lmdb"}
@@ -97,7 +98,7 @@ def test_compare_at_a_commit_and_each_latest(two_machines, smoke_run, tmp_path, 
     pinned = _json(capsys, two_machines, "--commit", commit[:8])
     assert pinned["a"]["commit"] == pinned["b"]["commit"] == commit
     assert _json(capsys, two_machines, "--commit", "HEAD")["a"]["commit"] == commit  # a git revision (the run's)
-    with pytest.raises(InputError, match="machine 'cpu-box' has no results at commit eeeeeeeeeeee"):
+    with pytest.raises(InputError, match="nothing to compare: 'cpu-box' has no results at commit eeeeeeeeeeee"):
         _json(capsys, two_machines, "--commit", "eeee")
     with pytest.raises(InputError, match="commit 'abc123': no results stored at it"):
         _json(capsys, two_machines, "--commit", "abc123")

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from faulty.broken import hostile_database, variant_of, with_nan, with_unknown_benchmark
+from faulty.broken import hostile_database, variant_of, with_nan, with_wrong_parameters
 from faulty.project import (
     BENCH,
     ROOT,
@@ -224,10 +224,10 @@ def test_bad_results_files_are_refused_one_line_each_and_the_rest_goes_in(faulty
     problems = {
         "truncated.json": (text[: len(text) // 2], "not valid JSON"),
         "not-json.json": ("results, but not as JSON\n", "not valid JSON"),
-        "old-version.json": (json.dumps({**data, "version": 1}), "asv results format version 1 is not supported"),
+        "newer-version.json": (json.dumps({**data, "version": 3}), "asv results format version '3' is not supported"),
         "nan-sample.json": (with_nan(data, "samples"), "raw sample: nan is not a valid measurement"),
         "nan-duration.json": (with_nan(data, "duration"), "duration: nan is not a valid measurement"),
-        "unknown-benchmark.json": (with_unknown_benchmark(data), "unknown benchmark 'loading.NoSuch.time_call'"),
+        "wrong-parameters.json": (with_wrong_parameters(data), "3 parameter list(s), its label names 2"),
     }
     for name, (content, _) in problems.items():
         (folder / name).write_text(content)

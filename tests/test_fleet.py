@@ -268,7 +268,8 @@ def test_ingest_check_and_report_on_each_database(db_url, smoke_run, tmp_path, c
     assert main(["ingest", str(cpu), str(gpu), "--sidecar", sidecar, *machines(cpu, gpu), "--db", db_url]) == 0
     assert main(["ingest", str(cpu), "--sidecar", sidecar, *machines(cpu), "--db", db_url]) == 0  # again: nothing new
     capsys.readouterr()
-    assert command(check, "check", "--format", "json", "--db", db_url) == 0  # one commit: nothing to regress
+    # one commit: nothing to regress (ordered by its results' date: the checkout's HEAD need not be on main)
+    assert command(check, "check", "--format", "json", "--no-git", "--db", db_url) == 0
     checked = json.loads(capsys.readouterr().out)
     assert checked["status"] == "ok" and checked["counts"]["series"] > 0 and checked["check"]["recorded"]
     engine = connect(db_url)
@@ -279,3 +280,58 @@ def test_ingest_check_and_report_on_each_database(db_url, smoke_run, tmp_path, c
         profiles = {m.name: m.profile for m in session.scalars(select(Machine))}
     assert profiles["gpu-box"]["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3"
     assert profiles["cpu-box"]["gpus"] == [] and profiles["cpu-box"]["gpu_note"].startswith("NVML not available")
+
+
+# --- one machine, commit and environment from several writers; what the columns hold ------
+
+def test_four_processes_ingesting_the_same_machine_commit_and_environment_at_once(db_url, tmp_path):
+    # Each process has its own file of the same commit (asv rewrote it between copies), so none is
+    # "already known" and all four write the same result rows at the same moment.
+    from test_hostile_results import FIRST, POINTS, document
+
+    directories = []
+    for i in range(4):
+        doc = document(FIRST)
+        doc["results"]["bench.time_plain"][0] = [0.5 + i / 100]
+        where = tmp_path / f"copy-{i}" / "box"
+        where.mkdir(parents=True)
+        (where / f"{FIRST[:8]}-virtualenv-py3.11.json").write_text(json.dumps(doc))
+        directories.append(where.parent)
+    outcomes = _at_once(_GATED, tmp_path / "gate", [["ingest", str(d), "--db", db_url] for d in directories])
+    assert [rc for rc, _ in outcomes] == [0] * 4, "\n".join(err for _, err in outcomes)
+    with Session(connect(db_url)) as session:
+        assert (_count(session, Machine), _count(session, Commit), _count(session, Environment)) == (1, 1, 1)
+        assert _count(session, IngestedFile) == 4 and _count(session, Result) == POINTS
+        value = session.scalar(select(Result.value).join(Benchmark).where(Benchmark.name == "bench.time_plain"))
+        assert value in (0.5, 0.51, 0.52, 0.53)  # one writer's, whole
+
+
+def test_every_column_holds_the_largest_values_the_reader_accepts(db_url, tmp_path):
+    from test_hostile_results import document
+
+    from proofbench.pipeline import results_file
+
+    limits = results_file.LIMITS
+    commit = "e" * 64  # a SHA-256 repository's hash
+    doc = document(commit, machine="é" * limits["machine"])
+    name = "b" * (limits["benchmark"] - len(".time_x")) + ".time_x"
+    # the key (the values as JSON, non-ASCII escaped) near its limit, the longest value at its own
+    value, other = "'" + "a" * (results_file.MAX_PARAM - 2) + "'", "'" + "ü" + "b" * 970 + "'"
+    doc["results"] = {name: [[1.0, 2.0], [[value, "'x'"], [other]], "v" * limits["version"]]}
+    doc.update(env_name="n" * limits["env_name"], python="/" + "p" * (limits["python"] - 1),
+               requirements={"ü" * 300: "1.0"})
+    results = tmp_path / "results"
+    (results / "box").mkdir(parents=True)
+    (results / "box" / "long.json").write_text(json.dumps(doc, ensure_ascii=False))
+    (results / "benchmarks.json").write_text(json.dumps({name: {
+        "type": "track", "unit": "u" * 100, "version": "v" * limits["version"], "param_names": ["n" * 100, "m"],
+        "params": [[value, "'x'"], [other]]}, "version": 2}))
+    assert main(["ingest", str(results), "--db", db_url]) == 0
+    with Session(connect(db_url)) as session:
+        bench = session.scalars(select(Benchmark)).one()
+        assert (bench.name, bench.unit, bench.param_names) == (name, "u" * 100, ["n" * 100, "m"])
+        row = session.scalars(select(Result).where(Result.value == 1.0)).one()
+        assert row.params == {"n" * 100: value[1:-1], "m": other[1:-1]}
+        assert 1900 < len(row.params_key) <= results_file.MAX_PARAMS_KEY
+        assert (row.machine.name, row.commit.hash, row.environment.name) == (doc["params"]["machine"], commit,
+                                                                             doc["env_name"])

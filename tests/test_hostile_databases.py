@@ -104,6 +104,9 @@ def test_reading_commands_work_on_a_database_they_may_not_write(site_db, tmp_pat
     db = folder / "report.sqlite"
     shutil.copyfile(site_db, db)
     before = digest(db)
+    writable = tmp_path / "writable.sqlite"
+    shutil.copyfile(site_db, writable)
+    found = _cli(prefix, *READING["check"], "--db", f"sqlite:///{writable}", cwd=tmp_path).stdout.splitlines()[-1]
     (tmp_path / "empty").mkdir()
     db.chmod(0o444)
     folder.chmod(0o555)
@@ -114,7 +117,8 @@ def test_reading_commands_work_on_a_database_they_may_not_write(site_db, tmp_pat
             expected = 1 if name.startswith("check") else 0  # the database holds a regression
             assert done.returncode == expected and "Traceback" not in done.stderr, (name, done.stderr)
         assert (tmp_path / "site" / "index.html").is_file()
-        assert "2 new regression(s)" in _cli(prefix, *READING["check"], "--db", url, cwd=tmp_path).stdout
+        # the same check as on a writable copy, the regressions included
+        assert "new regression(s)" in found and found in _cli(prefix, *READING["check"], "--db", url, cwd=tmp_path).stdout
         for name, argv in WRITING.items():
             done = _cli(prefix, *(a.format(empty=tmp_path / "empty") for a in argv), "--db", url, cwd=tmp_path)
             assert done.returncode == 2, (name, done.stderr)
@@ -179,7 +183,7 @@ def test_tables_of_another_application_and_of_a_newer_proofbench(capsys, db_url,
     with engine.begin() as connection:
         connection.execute(text("DROP TABLE alembic_version"))
     code, _, err = cli(capsys, "db", "upgrade", "--db", db_url)
-    assert code == 2 and "is not a proofbench database (it holds other tables: alerts," in one_line(err)
+    assert code == 2 and "is not a proofbench database (it holds other tables: alert_actions, alerts," in one_line(err)
     engine.dispose()
 
 

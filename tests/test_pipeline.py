@@ -4,23 +4,22 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import REPO, catalogue_registry
+from conftest import REPO
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from proofbench.claim import load_claims
 from proofbench.db.models import Benchmark, Commit, Machine, Result
 from proofbench.db.session import connect
-from proofbench.pipeline.generate import benchmark_index
-from proofbench.pipeline.ingest import Sources, ingest, load_diagnostics, machine_profiles, sync_claims
+from proofbench.pipeline.ingest import ingest, sources, sync_claims
 from proofbench.reports.render import render
 
 pytestmark = pytest.mark.slow
 
 
 def _sources(layout, paths):
-    return Sources(index=benchmark_index(catalogue_registry()), diagnostics=load_diagnostics(layout.sidecar),
-                   machine_profiles=machine_profiles(layout.machines))
+    # the suite's labels (benchmarks/proofbench.json), the run's diagnostics and machine profiles
+    return sources(layout, repo=None)
 
 
 def _count(engine, model=Result):
@@ -68,17 +67,22 @@ def test_truncated_file_is_refused_and_nothing_from_it_is_stored(smoke_run, sqli
     assert _count(engine) == 0 and _count(engine, Benchmark) == 0
 
 
-def test_unknown_benchmark_refuses_the_file_whole(smoke_run, sqlite_url, tmp_path):
+def test_a_benchmark_without_a_label_is_stored_as_a_plain_one(smoke_run, sqlite_url, tmp_path):
     layout, outcome = smoke_run
     data = json.loads(outcome.results[0].read_text())
-    name = next(iter(data["results"]))
+    name = next(n for n in data["results"] if n.endswith(".time_call"))
     data["results"]["loading.NoSuchThing.time_call"] = data["results"][name]
     path = tmp_path / outcome.results[0].name
     path.write_text(json.dumps(data))
     engine = connect(sqlite_url)
     report = ingest(engine, [path], _sources(layout, [path]))
-    assert "unknown benchmark 'loading.NoSuchThing.time_call'" in report.refused[0]
-    assert _count(engine) == 0
+    assert not report.refused
+    with Session(engine) as session:
+        plain = session.scalars(select(Benchmark).where(Benchmark.name == "loading.NoSuchThing.time_call")).one()
+        own = session.scalars(select(Benchmark).where(Benchmark.name == name)).one()
+        assert (plain.kind, plain.subject, plain.metric, plain.unit) == ("plain", "", "time", "seconds")
+        assert plain.param_names == ["p1", "p2"]  # no benchmarks.json beside the file
+        assert (own.kind, own.area, own.param_names) == ("subject", "loading", ["variant", "size"])
 
 
 def test_report_shows_each_subject_its_speedup_and_claim(smoke_run, sqlite_url, tmp_path):

@@ -126,3 +126,12 @@ def test_index_filter_hides_other_areas_and_machines_and_screenshot(site, page, 
     page.screenshot(path=str(tmp_path / "index.png"), full_page=True)
     shutil.copyfile(tmp_path / "index.png", SHOT)
     assert (tmp_path / "index.png").stat().st_size > 10_000
+
+
+def test_every_point_of_a_plain_benchmark_has_a_tooltip(site, page):
+    from test_report_site import COMMITS, PLAIN
+
+    page.goto((site / "benchmarks" / f"{PLAIN}.html").as_uri())
+    tips = page.evaluate("[...document.querySelectorAll('circle.tip > title')].map(t => t.textContent)")
+    assert len(tips) == 2 * 4 * COMMITS
+    assert all(" · " in t and t.split(" · ")[-1].endswith("s") for t in tips)  # commit · date · subject · value

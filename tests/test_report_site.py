@@ -2,8 +2,9 @@
 
 A small database is built row by row (no asv run): three areas, two machines, one subject and
 one machine with hostile names, one hostile commit message, a step in one history, a failed
-run and a claim whose subject has no results. test_report_browser.py opens the same site in
-a real browser.
+run and a claim whose subject has no results; and two plain asv benchmarks (no subject): one
+with two parameters, a hostile value among them, a version change and a step, one without
+parameters under a hostile name. test_report_browser.py opens the same site in a real browser.
 """
 from __future__ import annotations
 
@@ -179,6 +180,36 @@ def _why(session: Session, machine: Machine, traces: Path | None) -> None:
                         "self_device_seconds": None, "self_memory_bytes": 0}]))
 
 
+PLAIN = "suite.TimeSort.time_sort"  # (n, kind); its asv version changes at commit VERSION_AT
+PLAIN_HOSTILE = "suite." + HOSTILE_SUBJECT
+PLAIN_KINDS = ("'quick'", "'<b>merge</b>'")
+VERSION_AT = 15
+
+
+def _plain(session: Session, machines: list[Machine], commits: list[Commit], env: Environment, rng) -> None:
+    """Plain asv benchmarks: time_sort 30% slower from STEP_AT for n=1000, kind=quick on the first
+    machine; a hostile track benchmark without parameters."""
+    versions = [Benchmark(name=PLAIN, version=v, kind="plain", subject="", area="", metric="time", unit="seconds",
+                          higher_is_better=False, param_names=["n", "kind"], details={"type": "time"})
+                for v in ("v1", "v2")]
+    track = Benchmark(name=PLAIN_HOSTILE, version="t", kind="plain", subject="", area="", metric="track",
+                      unit="widgets", higher_is_better=False, param_names=[], details={"type": "track"})
+    session.add_all([*versions, track])
+    for machine in machines:
+        for i, commit in enumerate(commits):
+            bench = versions[i >= VERSION_AT]
+            for n in ("10", "1000"):
+                for kind in PLAIN_KINDS:
+                    shown = kind.strip("'")
+                    slower = 1.3 if (machine is machines[0] and n == "1000" and shown == "quick" and i >= STEP_AT) else 1
+                    value = float(int(n) * 1e-6 * slower * np.exp(rng.normal(0, 0.005)))
+                    session.add(Result(benchmark=bench, machine=machine, commit=commit, environment=env, status="ok",
+                                       params={"n": n, "kind": shown}, params_key=json.dumps([n, shown]), value=value,
+                                       started_at=commit.committed_at))
+            session.add(Result(benchmark=track, machine=machine, commit=commit, environment=env, status="ok",
+                               params={}, params_key="[]", value=float(5 + rng.normal(0, 0.01))))
+
+
 def make_db(url: str, traces: Path | None = None) -> None:
     """Fill the database at `url` (migrated) with the test site's data; profile traces are written
     under `traces` (without it, the profiles name trace files that do not exist)."""
@@ -191,6 +222,7 @@ def make_db(url: str, traces: Path | None = None) -> None:
         benches = _benchmarks(session)
         for machine in machines:
             _series(session, benches, machine, commits, env, rng)
+        _plain(session, machines, commits, env, rng)
         _why(session, machines[0], traces)
         session.add_all(ClaimRow(id=cid, subject=subject, variant="optimized", source="000_seed.txt", quote=quote,
                                  kind=kind, metric=metric, low=low, high=low, device="any", note="")
@@ -279,7 +311,10 @@ def test_history_is_one_series_per_machine_benchmark_and_parameters(db_url):
     make_db(db_url)
     with Session(connect(db_url)) as session:
         history = queries.history(session)
-    assert len(history.series) == 2 * 2 * (3 * 2 + 1)  # machines x variants x (time, items per subject + memory)
+    assert len(history.series) == 2 * 2 * (3 * 3 + 1)  # machines x variants x (time, items, quality + memory)
+    assert len(history.plain) == 2 * (2 * 4 + 1)  # machines x (versions x combinations + the track benchmark)
+    assert {s.params for s in history.plain} == {("10", "quick"), ("10", "<b>merge</b>"), ("1000", "quick"),
+                                                 ("1000", "<b>merge</b>"), ()}
     failed = next(s for s in history.series if s.benchmark.subject.startswith("tokenization")
                   and s.benchmark.metric == "time" and s.variant == "baseline" and s.machine_id == 1)
     assert failed.ranks == list(range(COMMITS))
@@ -331,8 +366,9 @@ def test_subject_page_has_charts_with_units_and_the_marked_step(site):
 def test_regressions_page_links_each_open_regression_to_its_commit_and_chart(site):
     html = (site / "regressions.html").read_text()
     opened = html[html.index("Open regressions"):html.index("Recent improvements")]
-    assert opened.count("<tr>\n<td>") == 2  # lmdb_read optimized on both machines
+    assert opened.count("<tr>\n<td>") == 3  # lmdb_read optimized on both machines, time_sort on one
     assert 'href="commits.html#c' in opened and "subjects/loading.lmdb_read.html#m" in opened
+    assert f"benchmarks/{PLAIN}.html#m1-e1-" in opened and "n=1000, kind=quick" in opened
     assert "+40" in opened or "+39" in opened or "+41" in opened
 
 
@@ -456,3 +492,48 @@ def test_profile_traces_that_are_gone_are_said_to_be_missing(db_url, tmp_path):
     render(connect(db_url), tmp_path / "site")
     html = (tmp_path / "site" / "subjects" / "loading.lmdb_read.html").read_text()
     assert "python trace file not found" in html and "profiles/" not in html
+
+
+def test_plain_benchmark_page_charts_every_combination_with_a_line_per_version_and_tooltips(site):
+    html = (site / "benchmarks" / f"{PLAIN}.html").read_text()
+    assert html.count("<svg") == 2 * 4  # machines x parameter combinations
+    assert "version 1" in html and "version 2" in html and "2 versions" in html
+    assert "n=10, kind=quick" in html and "kind=&lt;b&gt;merge&lt;/b&gt;" in html and "<b>merge" not in html
+    tips = re.findall(r'<circle class="tip" [^>]*><title>([^<]*)</title>', html)
+    assert len(tips) == 2 * 4 * COMMITS  # a tooltip on every point
+    assert f"{_hash(3)[:10]} · 2026-01-01 · Change number 3 · " in "\n".join(tips)
+    assert re.search(r"Change number 3 · \d+(\.\d+)? µs", "\n".join(tips))
+    step = html[html.index('class="changes"'):]
+    assert "regression (open)" in step and _hash(STEP_AT)[:10] in step and 'class="mark regression"' in html
+
+
+def test_index_lists_plain_benchmarks_by_module_without_inventing_failures(site):
+    html = (site / "index.html").read_text()
+    listed = html[html.index('id="benchmarks"'):]
+    assert f'href="benchmarks/{PLAIN}.html"' in listed and "n, kind" in listed
+    assert '<tr class="area-row"><th colspan="6">suite</th></tr>' in listed
+    assert "suite.../../&lt;script&gt;" in listed  # the hostile name, as text
+    matrix = html[:html.index('id="benchmarks"')]
+    assert "TimeSort" not in matrix and "baseline failed" not in matrix  # no cell, no phantom baseline failure
+    assert matrix.count('<tr class="subject-row">') == len(SUBJECTS)
+
+
+def test_commits_page_says_what_ordered_the_commits(site):
+    html = (site / "commits.html").read_text()
+    assert "Here the order comes from first-parent history." in html
+
+
+def test_the_regressions_page_and_the_check_agree_alert_for_alert(tmp_path):
+    from proofbench.analysis.check import run_check
+
+    url = f"sqlite:///{tmp_path / 'agree.sqlite'}"
+    make_db(url)
+    engine = connect(url)
+    report = run_check(engine, "main")
+    render(engine, tmp_path / "site")
+    html = (tmp_path / "site" / "regressions.html").read_text()
+    opened = html[html.index("Open regressions"):html.index("Recent improvements")]
+    regressions = [f for f in report.findings if f.regression and f.state in ("new", "open")]
+    assert len(regressions) == opened.count("<tr>\n<td>") == 3
+    for f in regressions:
+        assert f.commit.hash[:10] in opened

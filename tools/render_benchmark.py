@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 
 from proofbench.db.models import Benchmark, ClaimRow, Commit, Environment, Machine
 from proofbench.db.session import connect
-from proofbench.declare import AREAS
+from proofbench.reports.matrix import AREA_ORDER as AREAS
 from proofbench.reports.render import render
 
 METHODS = (("time_call", "time", "seconds", False), ("track_items", "items", "sequences", True),
@@ -88,7 +88,7 @@ def _series_rows(rng, ids: dict, commits: list[int], subject_index: int, variant
         common = {"machine_id": ids["machine"], "commit_id": commit, "environment_id": ids["env"],
                   "params": {"variant": variant, "size": "small"}, "params_key": json.dumps([variant, "small"]),
                   "profile": "quick", "threads": 8, "other_load_cores": 0.05, "busy": False,
-                  "started_at": _START + dt.timedelta(hours=j), "details": {}, "reason": "", "number": 1,
+                  "started_at": _START + dt.timedelta(hours=j), "reason": "", "number": 1,
                   "samples": None, "equivalent": None, "duration": 1.0}
         rows.append({**common, "benchmark_id": ids["time_call"], "status": "failed" if failed else "ok",
                      "value": None if failed else float(np.median(samples)), "samples": None if failed else samples,
@@ -139,12 +139,12 @@ def _claims(subjects: list[tuple[str, str, str]]) -> list[dict]:
 
 _COLUMNS = ("benchmark_id", "machine_id", "commit_id", "environment_id", "params", "params_key", "status", "reason",
             "value", "samples", "number", "started_at", "duration", "other_load_cores", "busy", "threads",
-            "profile", "equivalent", "details")
+            "profile", "equivalent")
 
 
 def _row(r: dict) -> tuple:
     # JSON and timestamps as SQLAlchemy stores them in SQLite, so the driver's executemany can take them
-    out = {**r, "params": json.dumps(r["params"]), "details": json.dumps(r["details"]),
+    out = {**r, "params": json.dumps(r["params"]),
            "samples": None if r["samples"] is None else json.dumps(r["samples"]),
            "started_at": r["started_at"].strftime("%Y-%m-%d %H:%M:%S.%f")}
     return tuple(out.get(c) for c in _COLUMNS)

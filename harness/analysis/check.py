@@ -1,8 +1,11 @@
 """The nightly check: change points in every series, remembered as alerts across checks.
 
 Each check runs `proofbench.analysis.detect.detect` over every series of one branch (first-parent
-order, see `proofbench.analysis.series`) with the metric's direction, and compares what it finds with
-the alerts earlier checks raised (`db.alerts`):
+order, or the results' dates where no commit is placed on it; see `proofbench.analysis.series`)
+with the thresholds of the project file's `[check]` table (`proofbench.project.CheckSettings`: the
+smallest step reported, the significance level, and per benchmark pattern the direction: for a
+plain asv benchmark an increase is a regression unless a rule says higher is better), and
+compares what it finds with the alerts earlier checks raised (`db.alerts`):
 
 - a change point of the same series and direction within `RADIUS` points of an existing
   alert is that alert, found again: the alert keeps its commit and its figures (it never
@@ -29,11 +32,12 @@ from sqlalchemy.orm import Session
 from proofbench import git
 from proofbench.analysis import series as series_mod
 from proofbench.analysis.detect import ChangePoint, detect
-from proofbench.analysis.series import CommitRef, Series
+from proofbench.analysis.series import CommitRef, Order, Series
 from proofbench.db.alerts import Alert, CheckRun
 from proofbench.db.commits import place
 from proofbench.db.models import Commit
 from proofbench.errors import InputError
+from proofbench.project import CheckSettings
 
 RADIUS = 4  # points: a step found again this close to an alert is that alert (as detect.Tracker)
 STATES = ("new", "open", "resolved")
@@ -42,10 +46,10 @@ FAIL_ON = ("new", "open")
 
 @dataclass(frozen=True)
 class Since:
-    """The first position on the branch a check reports (None: nothing qualifies)."""
+    """The first rank in commit order a check reports (None: nothing qualifies)."""
 
     text: str
-    position: int | None
+    rank: int | None
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,7 @@ class CheckReport:
     findings: tuple[Finding, ...]
     fail_on: str
     recorded: bool
+    order: tuple[str, ...] = ()  # what ordered the commits (proofbench.db.commits.BASES)
 
     def count(self, state: str, regression: bool) -> int:
         return sum(1 for f in self.findings if f.state == state and f.regression == regression)
@@ -110,25 +115,35 @@ class CheckReport:
 
 
 def run_check(engine: Engine, branch: str, *, since: str | None = None, repo: Path | None = None,
-              record: bool = True, fail_on: str = "new", now: dt.datetime | None = None) -> CheckReport:
-    """Check every series of `branch`; with `repo`, commits are placed on its first-parent
-    history first. With `record` False the check runs but stores nothing."""
+              record: bool = True, fail_on: str = "new", now: dt.datetime | None = None,
+              settings: CheckSettings | None = None) -> CheckReport:
+    """Check every series of `branch` with `settings` (default: the defaults of the project
+    file); with `repo`, commits are placed on its first-parent history first, and a database
+    with results none of which could be placed is an InputError. With `record` False the
+    check runs but stores nothing."""
     if fail_on not in FAIL_ON:
         raise InputError(f"check: fail_on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
     now = now or dt.datetime.now(dt.timezone.utc)
+    settings = settings or CheckSettings()
     with Session(engine) as session:
         placed = place(session, _first_parent(repo, branch), branch) if repo else 0
-        bound = parse_since(session, since, branch, repo) if since else None
+        order = series_mod.order(session, branch)
+        if repo and "first-parent history" not in order.basis and order.commits:
+            raise InputError(f"{repo}: none of the {len(order.commits)} commit(s) with results is on {branch}'s "
+                             f"first-parent history (check --repo and --branch, or check without the repository "
+                             f"to order commits by the results' dates)")
+        bound = parse_since(session, since, branch, repo, order) if since else None
         previous = session.scalars(select(CheckRun).order_by(CheckRun.id.desc()).limit(1)).first()
         run = CheckRun(started_at=now, branch=branch, since=since or "")
         session.add(run)
         session.flush()
-        all_series = series_mod.load(session, branch)
-        raised, resolved = _update_alerts(session, all_series, run)
-        findings = _findings(session, run, raised, resolved, bound)
+        all_series = series_mod.load(session, branch, order)
+        raised, resolved = _update_alerts(session, all_series, run, order, settings)
+        findings = _findings(session, run, raised, resolved, bound, order)
         report = CheckReport(run.id if record else None, now.isoformat(timespec="seconds"), branch, since,
                              (previous.id, _iso(previous.started_at)) if previous else None, len(all_series),
-                             placed, findings if record else _unrecorded(findings, run.id), fail_on, record)
+                             placed, findings if record else _unrecorded(findings, run.id), fail_on, record,
+                             order.basis)
         _summarise(run, report)
         if record:
             session.commit()
@@ -144,23 +159,24 @@ def _first_parent(repo: Path, branch: str) -> list[str]:
     return git.first_parent(repo, branch)
 
 
-def parse_since(session: Session, text: str, branch: str, repo: Path | None) -> Since:
+def parse_since(session: Session, text: str, branch: str, repo: Path | None, order: Order | None = None) -> Since:
     """--since: an ISO date (commits committed that day or later) or a revision (that
-    commit and the ones after it on the branch's first-parent history)."""
+    commit and the ones after it in commit order)."""
+    order = order or series_mod.order(session, branch)
     day = _date(text)
-    rows = session.execute(select(Commit.hash, Commit.position, Commit.committed_at)
-                           .where(Commit.branch == branch, Commit.position.is_not(None))).all()
+    rows = session.execute(select(Commit.id, Commit.hash, Commit.committed_at, Commit.results_date)
+                           .where(Commit.id.in_(list(order.commits)))).all()
     if day is not None:
-        positions = [p for _, p, at in rows if at is not None and _utc(at) >= day]
-        return Since(text, min(positions) if positions else None)
+        ranks = [order.commits[i].rank for i, _, at, asv in rows if (at or asv) is not None and _utc(at or asv) >= day]
+        return Since(text, min(ranks) if ranks else None)
     full = (git.rev_parse(repo, text) if repo else None) or text
-    matches = [p for h, p, _ in rows if h.startswith(full.lower())]
+    matches = [order.commits[i].rank for i, h, _, _ in rows if h.startswith(full.lower())]
     if len(matches) == 1:
         return Since(text, matches[0])
-    if repo and full in (hashes := _first_parent(repo, branch)):
+    if repo and "first-parent history" in order.basis and full in (hashes := _first_parent(repo, branch)):
         return Since(text, hashes.index(full))
-    raise InputError(f"--since {text!r}: not a date (YYYY-MM-DD) nor a commit on {branch}'s "
-                     f"first-parent history" + (" (ambiguous prefix)" if len(matches) > 1 else ""))
+    raise InputError(f"--since {text!r}: not a date (YYYY-MM-DD) nor a commit with results on {branch}"
+                     + (" (ambiguous prefix)" if len(matches) > 1 else ""))
 
 
 def _date(text: str) -> dt.datetime | None:
@@ -180,16 +196,18 @@ def _iso(value: dt.datetime | None) -> str:
     return _utc(value).isoformat(timespec="seconds") if value is not None else ""
 
 
-def _update_alerts(session: Session, all_series: list[Series], run: CheckRun) -> tuple[list[Alert], list[Alert]]:
+def _update_alerts(session: Session, all_series: list[Series], run: CheckRun, order: Order,
+                   settings: CheckSettings) -> tuple[list[Alert], list[Alert]]:
     """Match tonight's change points to known alerts; returns (raised, resolved) alerts."""
     known: dict[tuple, list[Alert]] = {}
     for alert in session.scalars(select(Alert).order_by(Alert.id)):
         known.setdefault(_key(alert), []).append(alert)
     raised: list[Alert] = []
+    rank = {i: c.rank for i, c in order.commits.items()}
     for s in all_series:
         alerts = known.setdefault((s.key.machine_id, s.key.environment_id, s.key.benchmark_id, s.key.params_key), [])
-        for cp in _changes(s):
-            match = next((a for a in alerts if _same(s, a, cp)), None)
+        for cp in _changes(s, settings):
+            match = next((a for a in alerts if _same(s, a, cp, rank)), None)
             if match is not None:
                 match.seen_by_id = run.id
                 continue
@@ -198,27 +216,29 @@ def _update_alerts(session: Session, all_series: list[Series], run: CheckRun) ->
             alerts.append(alert)
             raised.append(alert)
     session.flush()
-    return raised, _resolve(known, run)
+    return raised, _resolve(known, run, rank)
 
 
 def _key(alert: Alert) -> tuple:
     return alert.machine_id, alert.environment_id, alert.benchmark_id, alert.params_key
 
 
-def _changes(s: Series) -> list[ChangePoint]:
+def _changes(s: Series, settings: CheckSettings) -> list[ChangePoint]:
     samples = s.samples
+    rule = settings.for_benchmark(s.benchmark)
+    higher = s.higher_is_better if rule.higher_is_better is None else rule.higher_is_better
     return detect(s.values, samples=samples if any(x is not None for x in samples) else None,
-                  higher_is_better=s.higher_is_better)
+                  higher_is_better=higher, min_step=rule.min_step, alpha=rule.significance)
 
 
-def _same(s: Series, alert: Alert, cp: ChangePoint) -> bool:
+def _same(s: Series, alert: Alert, cp: ChangePoint, rank: dict[int, int]) -> bool:
     """The same step: same direction, and the alert's commit within RADIUS points of it."""
     if alert.direction != cp.direction:
         return False
     index = s.index_of(alert.commit_id)
-    if index is None:  # the alert's commit has no point here any more: compare by position
-        position = alert.commit.position if alert.commit.position is not None else -1
-        index = sum(1 for p in s.points if p.commit.position < position)
+    if index is None:  # the alert's commit has no point here any more: compare by rank
+        at = rank.get(alert.commit_id, -1)
+        index = sum(1 for p in s.points if p.commit.rank < at)
     return abs(index - cp.index) <= RADIUS
 
 
@@ -231,25 +251,25 @@ def _new_alert(s: Series, cp: ChangePoint, run: CheckRun) -> Alert:
                  p_value=cp.p_value, score=cp.score, status="open", raised_by_id=run.id, seen_by_id=run.id)
 
 
-def _resolve(known: dict[tuple, list[Alert]], run: CheckRun) -> list[Alert]:
+def _resolve(known: dict[tuple, list[Alert]], run: CheckRun, rank: dict[int, int]) -> list[Alert]:
     """Close open alerts whose level a later opposite step brought back."""
     resolved = []
     for alerts in known.values():
         for alert in alerts:
             if alert.status != "open":
                 continue
-            undo = next((b for b in _later_opposite(alert, alerts) if brought_back(alert.before, alert.after, b.after)),
-                        None)
+            undo = next((b for b in _later_opposite(alert, alerts, rank)
+                         if brought_back(alert.before, alert.after, b.after)), None)
             if undo is not None:
                 alert.status, alert.resolved_by_id, alert.resolved_at_id = "resolved", run.id, undo.commit_id
                 resolved.append(alert)
     return resolved
 
 
-def _later_opposite(alert: Alert, alerts: list[Alert]) -> list[Alert]:
-    position = alert.commit.position or 0
-    later = [b for b in alerts if b.direction == -alert.direction and (b.commit.position or 0) > position]
-    return sorted(later, key=lambda b: b.commit.position or 0)
+def _later_opposite(alert: Alert, alerts: list[Alert], rank: dict[int, int]) -> list[Alert]:
+    at = rank.get(alert.commit_id, -1)
+    later = [b for b in alerts if b.direction == -alert.direction and rank.get(b.commit_id, -1) > at]
+    return sorted(later, key=lambda b: rank[b.commit_id])
 
 
 def brought_back(before: float, after: float, level: float) -> bool:
@@ -263,7 +283,7 @@ def brought_back(before: float, after: float, level: float) -> bool:
 
 
 def _findings(session: Session, run: CheckRun, raised: list[Alert], resolved: list[Alert],
-              bound: Since | None) -> tuple[Finding, ...]:
+              bound: Since | None, order: Order) -> tuple[Finding, ...]:
     """New, still open and just resolved alerts, in a stable order."""
     new_ids = {a.id for a in raised}
     states = {a.id: ("resolved" if a in resolved else "new") for a in raised}
@@ -273,29 +293,34 @@ def _findings(session: Session, run: CheckRun, raised: list[Alert], resolved: li
     out = []
     for alert_id, state in states.items():
         alert = session.get(Alert, alert_id)
-        if bound is not None and (bound.position is None or (alert.commit.position or 0) < bound.position):
+        if bound is not None and (bound.rank is None or order.commits.get(alert.commit_id) is None
+                                  or order.commits[alert.commit_id].rank < bound.rank):
             continue
-        out.append(_finding(alert, state, run))
-    order = {s: i for i, s in enumerate(STATES)}
-    return tuple(sorted(out, key=lambda f: (order[f.state], not f.regression, f.benchmark,
+        out.append(_finding(alert, state, run, order))
+    states = {s: i for i, s in enumerate(STATES)}
+    return tuple(sorted(out, key=lambda f: (states[f.state], not f.regression, f.benchmark,
                                             sorted(f.params.items()), f.machine, f.environment,
-                                            f.commit.position)))
+                                            f.commit.rank)))
 
 
-def _ref(commit: Commit | None) -> CommitRef | None:
+def _ref(commit: Commit | None, order: Order) -> CommitRef | None:
     if commit is None:
         return None
+    known = order.commits.get(commit.id)
     return CommitRef(commit.id, commit.hash, commit.subject or "", commit.position,
-                     _iso(commit.authored_at) or None, _iso(commit.committed_at) or None)
+                     _iso(commit.authored_at) or None, _iso(commit.committed_at) or None,
+                     known.rank if known is not None else -1)
 
 
-def _finding(alert: Alert, state: str, run: CheckRun) -> Finding:
+def _finding(alert: Alert, state: str, run: CheckRun, order: Order) -> Finding:
     bench = alert.benchmark
     first = alert.raised_by
+    # the direction the check judged by (the project file's rule, else the metric's)
+    higher = (alert.direction > 0) != bool(alert.regression)
     return Finding(alert.id, state, alert.regression, alert.machine.name, alert.environment.name, bench.name,
-                   bench.subject, bench.metric, bench.unit, bool(bench.higher_is_better), dict(alert.params or {}),
-                   _ref(alert.commit), _ref(alert.previous_commit), alert.before, alert.after, alert.p_value,
-                   alert.score, first.id, _iso(first.started_at), _ref(alert.resolved_at))
+                   bench.subject, bench.metric, bench.unit, higher, dict(alert.params or {}),
+                   _ref(alert.commit, order), _ref(alert.previous_commit, order), alert.before, alert.after,
+                   alert.p_value, alert.score, first.id, _iso(first.started_at), _ref(alert.resolved_at, order))
 
 
 def _unrecorded(findings: tuple[Finding, ...], run_id: int) -> tuple[Finding, ...]:

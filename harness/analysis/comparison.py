@@ -101,7 +101,8 @@ def figures(session: Session, machine: Machine, commit_id: int | None = None) ->
         commit_id = newest.id
     commit = session.get(Commit, commit_id)
     rows = session.execute(select(Result, Benchmark).join(Benchmark, Result.benchmark_id == Benchmark.id)
-                           .where(Result.machine_id == machine.id, Result.commit_id == commit_id)).all()
+                           .where(Result.machine_id == machine.id, Result.commit_id == commit_id,
+                                  Benchmark.kind == "subject")).all()  # plain asv benchmarks have no variants
     grouped: dict[tuple[str, str], dict[str, list[tuple[Result, Benchmark]]]] = {}
     for result, bench in rows:
         size = result.params.get("size", "")

@@ -9,9 +9,16 @@ test as a speedup; above 1, A does more items per second. Both sides do the same
 subject, variant, size and item count) or no ratio is given, and the reason is kept.
 
 Figures come from one commit given for both machines, or each machine's latest commit.
+
+Plain asv benchmarks (any suite's) are compared at one commit: the one given, else the newest
+commit both machines measured. For every benchmark and parameter combination measured on both,
+the two values (asv's, per commit) and their ratio A/B are given; below 1 the value is lower on
+A (for a time or a memory: A is better). An empty comparison (no commit in common, no benchmark
+measured on both) is an InputError that says which.
 """
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +28,8 @@ from sqlalchemy.orm import Session
 
 from proofbench import git
 from proofbench.analysis.comparison import SubjectFigures, VariantFigures, figures, machines
-from proofbench.db.commits import latest
-from proofbench.db.models import Commit, Machine, Result
+from proofbench.db.commits import latest, ordered
+from proofbench.db.models import Benchmark, Commit, Machine, Result
 from proofbench.errors import InputError
 from proofbench.stats import Speedup, speedup
 
@@ -67,12 +74,32 @@ class SubjectPair:
 
 
 @dataclass(frozen=True)
+class PlainPair:
+    """One plain asv benchmark at one parameter combination on both machines, at one commit."""
+
+    benchmark: str
+    params: dict
+    unit: str
+    a: float | None  # None: failed or skipped there (`note` says which)
+    b: float | None
+    note: str
+
+    @property
+    def ratio(self) -> float | None:
+        """A's value over B's (0.8: 20% lower on A)."""
+        return self.a / self.b if self.a is not None and self.b else None
+
+
+@dataclass(frozen=True)
 class HardwareComparison:
-    """Machine A against machine B, subject by subject."""
+    """Machine A against machine B, subject by subject, and plain benchmark by benchmark
+    at `plain_commit` (the hash; empty without plain benchmarks)."""
 
     a: MachineSide
     b: MachineSide
     subjects: tuple[SubjectPair, ...]
+    plain: tuple[PlainPair, ...] = ()
+    plain_commit: str = ""
 
     @property
     def same_commit(self) -> bool:
@@ -112,22 +139,78 @@ def _commits_starting(session: Session, prefix: str) -> list[Commit]:
 
 
 def compare(session: Session, a: str, b: str, rev: str | None = None, repo: Path | None = None) -> HardwareComparison:
-    """Machine `a` against machine `b` at commit `rev`, or at each machine's latest commit."""
+    """Machine `a` against machine `b` at commit `rev`, or at each machine's latest commit
+    (plain benchmarks: at the newest commit both measured); InputError saying why when there
+    is nothing to compare."""
     machine_a, machine_b = resolve_machine(session, a), resolve_machine(session, b)
     commit = resolve_commit(session, rev, repo) if rev else None
-    sides, sets = [], []
+    commits, sets = [], []
     for machine in (machine_a, machine_b):
         newest = latest(session, machine.id)
         commit_id = commit.id if commit is not None else (newest.id if newest is not None else None)
-        found = figures(session, machine, commit_id)
-        if not found:
-            raise InputError(f"machine {machine.name!r} has no results at commit {commit.hash[:12]}"
-                             if commit is not None else f"machine {machine.name!r} has no results")
-        sides.append(_side(machine, session.get(Commit, commit_id)))
-        sets.append({(f.subject, f.size): f for f in found})
-    keys = sorted(set(sets[0]) | set(sets[1]), key=lambda k: (_either(sets, k).area, k))
-    pairs = tuple(_subject_pair(sets[0].get(k), sets[1].get(k)) for k in keys)
-    return HardwareComparison(sides[0], sides[1], pairs)
+        commits.append(session.get(Commit, commit_id) if commit_id is not None else None)
+        sets.append({(f.subject, f.size): f for f in figures(session, machine, commit_id)})
+    pairs: tuple[SubjectPair, ...] = ()
+    if sets[0] and sets[1]:
+        keys = sorted(set(sets[0]) | set(sets[1]), key=lambda k: (_either(sets, k).area, k))
+        pairs = tuple(_subject_pair(sets[0].get(k), sets[1].get(k)) for k in keys)
+    at = commit or _common_commit(session, machine_a, machine_b)
+    plain = _plain_pairs(session, machine_a, machine_b, at) if at is not None else ()
+    if not pairs and not plain:
+        raise InputError(_why_empty(session, machine_a, machine_b, commit, at))
+    if not pairs:
+        commits = [at, at]
+    return HardwareComparison(_side(machine_a, commits[0]), _side(machine_b, commits[1]), pairs, plain,
+                              at.hash if plain else "")
+
+
+def _commits_of(session: Session, machine: Machine) -> set[int]:
+    return set(session.scalars(select(Result.commit_id).where(Result.machine_id == machine.id).distinct()))
+
+
+def _common_commit(session: Session, a: Machine, b: Machine) -> Commit | None:
+    """The newest commit, in commit order, with results on both machines."""
+    both = _commits_of(session, a) & _commits_of(session, b)
+    return next((c for c in reversed(ordered(session)) if c.id in both), None)
+
+
+def _plain_values(session: Session, machine: Machine, commit: Commit) -> dict[tuple[str, str], tuple]:
+    rows = session.execute(select(Benchmark.name, Benchmark.unit, Result.params_key, Result.params, Result.status,
+                                  Result.value, Result.reason)
+                           .join(Benchmark, Result.benchmark_id == Benchmark.id)
+                           .where(Result.machine_id == machine.id, Result.commit_id == commit.id,
+                                  Benchmark.kind == "plain"))
+    return {(name, key): (unit, params, status, value, reason)
+            for name, unit, key, params, status, value, reason in rows}
+
+
+def _plain_pairs(session: Session, a: Machine, b: Machine, commit: Commit) -> tuple[PlainPair, ...]:
+    """Every plain benchmark and parameter combination measured on both machines at `commit`."""
+    on_a, on_b = _plain_values(session, a, commit), _plain_values(session, b, commit)
+    out = []
+    for key in sorted(set(on_a) & set(on_b)):
+        (unit, params, *first), (_, _, *second) = on_a[key], on_b[key]
+        values = [v if status == "ok" and v is not None and math.isfinite(v) else None for status, v, _ in
+                  (first, second)]
+        note = "; ".join(f"{status} on {side}" + (f": {reason}" if reason else "")
+                         for side, (status, _, reason) in (("A", first), ("B", second)) if status != "ok")
+        out.append(PlainPair(key[0], dict(params or {}), unit, values[0], values[1], note))
+    return tuple(out)
+
+
+def _why_empty(session: Session, a: Machine, b: Machine, commit: Commit | None, at: Commit | None) -> str:
+    names = f"{a.name!r} and {b.name!r}"
+    if commit is not None:
+        missing = [m.name for m in (a, b) if commit.id not in _commits_of(session, m)]
+        if missing:
+            return f"nothing to compare: {' and '.join(repr(m) for m in missing)} has no results at commit " \
+                   f"{commit.hash[:12]}"
+        return f"nothing to compare: {names} measured no benchmark in common at commit {commit.hash[:12]}"
+    if at is None:
+        return (f"nothing to compare: {names} have no commit in common ({a.name!r}: "
+                f"{len(_commits_of(session, a))} commit(s), {b.name!r}: {len(_commits_of(session, b))}); "
+                f"pass --commit to pick one measured on both")
+    return f"nothing to compare: {names} measured no benchmark in common (newest common commit {at.hash[:12]})"
 
 
 def _either(sets: list[dict], key: tuple[str, str]) -> SubjectFigures:

@@ -1,10 +1,13 @@
-"""Series: the history of one measurement, read from the database in first-parent order.
+"""Series: the history of one measurement, read from the database in commit order.
 
 A series is (machine, environment, benchmark, parameters); its metric (unit, direction)
-comes with the benchmark. Its points are the results of the commits on one branch's
-first-parent history, ordered by `Commit.position` (0 = the branch's root commit), never by
-date: a merged branch's commits are not on that history, so they never interleave with the
-branch's own. A commit gets its position from `proofbench.db.commits.place`.
+comes with the benchmark, and a benchmark whose asv `version` changed is a new series. Its
+points are the results of the commits on one branch's first-parent history, ordered by
+`Commit.position` (0 = the branch's root commit), never by date: a merged branch's commits
+are not on that history, so they never interleave with the branch's own. A commit gets its
+position from `proofbench.db.commits.place`. Where no commit with results has a place on the
+branch (results ingested without their repository), every commit is ordered as
+`proofbench.db.commits.ordered` orders it: by the dates asv recorded.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from typing import Iterator
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from proofbench.db.commits import basis, ordered
 from proofbench.db.models import Benchmark, Commit, Environment, Machine, Result
 
 
@@ -25,9 +29,10 @@ class CommitRef:
     id: int
     hash: str
     subject: str
-    position: int
+    position: int | None  # on the branch's first-parent history; None when ordered by date
     authored_at: str | None
     committed_at: str | None
+    rank: int  # where it stands in the order: its position, else its index among the commits by date
 
     @property
     def short(self) -> str:
@@ -87,41 +92,74 @@ def _iso(value) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def _point(result: Result, commit: Commit) -> SeriesPoint:
-    value = result.value if result.status == "ok" else None
+def ref(commit: Commit, rank: int) -> CommitRef:
+    """How a series point names `commit`, standing at `rank` in the order."""
+    return CommitRef(commit.id, commit.hash, commit.subject or "", commit.position, _iso(commit.authored_at),
+                     _iso(commit.committed_at), rank)
+
+
+def _point(status: str, value: float | None, samples: list | None, commit: CommitRef) -> SeriesPoint:
+    value = value if status == "ok" else None
     if value is not None and not math.isfinite(value):
         value = None
-    samples = tuple(float(s) for s in result.samples) if result.samples else None
-    ref = CommitRef(commit.id, commit.hash, commit.subject or "", commit.position,
-                    _iso(commit.authored_at), _iso(commit.committed_at))
-    return SeriesPoint(ref, result.status, value, samples)
+    return SeriesPoint(commit, status, value, tuple(float(s) for s in samples) if samples else None)
 
 
-def load(session: Session, branch: str) -> list[Series]:
-    """Every series with at least one point on `branch`'s first-parent history."""
-    query = (select(Result, Commit, Benchmark, Machine.name, Environment.name)
-             .join(Commit, Result.commit_id == Commit.id)
-             .join(Benchmark, Result.benchmark_id == Benchmark.id)
-             .join(Machine, Result.machine_id == Machine.id)
-             .join(Environment, Result.environment_id == Environment.id)
-             .where(Commit.branch == branch, Commit.position.is_not(None))
-             .order_by(Result.machine_id, Result.environment_id, Result.benchmark_id, Result.params_key,
-                       Commit.position))
-    return list(_group(session.execute(query)))
+@dataclass(frozen=True)
+class Order:
+    """The commits series run over, oldest first, each at its rank, and what ordered them
+    (`proofbench.db.commits.BASES`)."""
+
+    commits: dict[int, CommitRef]  # by commit id
+    basis: tuple[str, ...]
 
 
-def _group(rows) -> Iterator[Series]:
+def order(session: Session, branch: str) -> Order:
+    """`branch`'s first-parent order where any commit with results is placed on it, else every
+    commit with results in date order."""
+    placed = list(session.scalars(select(Commit).where(Commit.branch == branch, Commit.position.is_not(None),
+                                                       Commit.id.in_(select(Result.commit_id).distinct()))
+                                  .order_by(Commit.position)))
+    if placed:
+        return Order({c.id: ref(c, c.position) for c in placed}, basis(placed))
+    commits = ordered(session)
+    return Order({c.id: ref(c, i) for i, c in enumerate(commits)}, basis(commits))
+
+
+def load(session: Session, branch: str, within: Order | None = None) -> list[Series]:
+    """Every series with at least one point among the commits of `within` (default: `order`).
+
+    Rows are read as columns, not as objects (a whole history is tens of thousands of them); a
+    series' parameters are decoded once, from its first row."""
+    within = within or order(session, branch)
+    benches = {b.id: b for b in session.scalars(select(Benchmark))}
+    names = {"machine": dict(session.execute(select(Machine.id, Machine.name)).all()),
+             "environment": dict(session.execute(select(Environment.id, Environment.name)).all())}
+    query = (select(Result.machine_id, Result.environment_id, Result.benchmark_id, Result.params_key,
+                    Result.commit_id, Result.status, Result.value, Result.samples)
+             .order_by(Result.machine_id, Result.environment_id, Result.benchmark_id, Result.params_key))
+    out = []
+    for key, points in _group(session.execute(query), within.commits):
+        bench = benches[key.benchmark_id]
+        params = session.scalar(select(Result.params).where(
+            Result.machine_id == key.machine_id, Result.environment_id == key.environment_id,
+            Result.benchmark_id == key.benchmark_id, Result.params_key == key.params_key).limit(1))
+        out.append(Series(key, names["machine"][key.machine_id], names["environment"][key.environment_id],
+                          bench.name, bench.subject, bench.metric, bench.unit, bool(bench.higher_is_better),
+                          dict(params or {}), points))
+    return out
+
+
+def _group(rows, commits: dict[int, CommitRef]) -> Iterator[tuple[SeriesKey, tuple[SeriesPoint, ...]]]:
     current: SeriesKey | None = None
-    head: tuple = ()
     points: list[SeriesPoint] = []
-    for result, commit, bench, machine, environment in rows:
-        key = SeriesKey(result.machine_id, result.environment_id, result.benchmark_id, result.params_key)
+    for machine_id, env_id, bench_id, params_key, commit_id, status, value, samples in rows:
+        key = SeriesKey(machine_id, env_id, bench_id, params_key)
         if key != current:
-            if current is not None:
-                yield Series(current, *head, tuple(points))
+            if points:
+                yield current, tuple(sorted(points, key=lambda p: p.commit.rank))
             current, points = key, []
-            head = (machine, environment, bench.name, bench.subject, bench.metric, bench.unit,
-                    bool(bench.higher_is_better), dict(result.params or {}))
-        points.append(_point(result, commit))
-    if current is not None:
-        yield Series(current, *head, tuple(points))
+        if commit_id in commits:
+            points.append(_point(status, value, samples, commits[commit_id]))
+    if points:
+        yield current, tuple(sorted(points, key=lambda p: p.commit.rank))

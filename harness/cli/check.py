@@ -21,9 +21,11 @@ def add_parser(sub) -> None:
     parser.add_argument("--format", choices=FORMATS, default="text", help="text (default), json or markdown")
     parser.add_argument("--branch", default=None, help="the branch whose series are checked (default: asv.conf.json's "
                         "first branch, else the repository's current branch)")
-    parser.add_argument("--repo", type=Path, default=None, help="git checkout whose first-parent history orders the commits "
-                        "(default: the repository the project's asv.conf.json builds)")
-    parser.add_argument("--no-git", action="store_true", help="use the commit order already in the database")
+    parser.add_argument("--repo", type=Path, default=None, help="git checkout whose first-parent history orders the "
+                        "commits (default: the repository the project's asv.conf.json builds, when it is a local checkout; "
+                        "without one, commits are ordered by the dates in their results)")
+    parser.add_argument("--no-git", action="store_true", help="use the commit order already in the database (the "
+                        "branch's placed commits, else the results' dates)")
     parser.add_argument("--fail-on", choices=("new", "open"), default="new",
                         help="exit 1 for new regressions (default) or for any open one")
     parser.add_argument("--no-record", action="store_true",
@@ -45,7 +47,8 @@ def handle(args: argparse.Namespace) -> int:
         if read_only(db):  # --no-record writes only what it throws away: into a copy
             db = scratch_copy(db)
         report = check.run_check(db, branch, since=args.since, repo=None if args.no_git else repo,
-                                 record=not args.no_record, fail_on=args.fail_on)
+                                 record=not args.no_record, fail_on=args.fail_on,
+                                 settings=found.check if found is not None else None)
     except Exception as exc:  # noqa: BLE001 - a bot reading --format json always gets an object
         if args.format == "json":
             code = exc.exit_code if isinstance(exc, ProofbenchError) else 3
@@ -59,13 +62,19 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _repository(args: argparse.Namespace, found) -> tuple[Path | None, str]:
-    # --repo, else the repository the project's asv configuration builds; the branch it tracks
+    # --repo, else the local repository the project's asv configuration builds; the branch it tracks
     from proofbench import git
+    from proofbench.errors import InputError
     from proofbench.pipeline import history
     from proofbench.pipeline.asv import Layout
 
     layout = Layout.of(found) if found is not None else None
-    repo = args.repo.resolve() if args.repo else (history.repository(layout) if layout else None)
+    repo = args.repo.resolve() if args.repo else None
+    if repo is None and layout is not None:
+        try:
+            repo = history.repository(layout)
+        except InputError:
+            repo = None  # asv builds from a URL: no checkout here, so the results' dates order
     if args.branch:
         return repo, args.branch
     if layout is not None and repo is not None:

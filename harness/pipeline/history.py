@@ -306,7 +306,7 @@ def measure(engine: Engine, layout: Layout, catalogue: Catalogue, hashes: tuple[
     runner.check_selection(bench or profile.bench, catalogue.registry, profile)
     outcome = run(layout, hashes, profile, machine_profile, repo=repo, branch=branch, bench=bench, rerun=rerun,
                   on_progress=on_progress)
-    ingested = ingest_run(engine, layout, list(outcome.results), catalogue.registry, catalogue.claims, repo=repo)
+    ingested = ingest_run(engine, layout, list(outcome.results), catalogue.claims, repo=repo)
     with Session(engine) as session, session.begin():
         placed = place(session, git.first_parent(repo, branch), branch)
     return MeasuredRange(outcome, ingested, placed)

@@ -1,9 +1,16 @@
 """Ingest: asv results files (and their sidecar diagnostics) into the database.
 
-Each results file is taken in one transaction: all its rows or none. A file is identified
-by the hash of its bytes, so ingesting it again adds nothing; a rewritten file (asv merges
-new benchmarks into the file of a commit) replaces the rows it covers. A file that cannot be
-read is refused with one line naming it, and the other files still go in.
+Each results file is taken in one transaction: all its rows or none, written in bulk with the
+database's INSERT .. ON CONFLICT, so several machines ingesting into one database at once
+neither fail nor duplicate. A file is identified by the hash of its bytes, so ingesting it
+again adds nothing; a rewritten file (asv merges new benchmarks into the file of a commit)
+replaces the rows it covers. Everything in a file is checked before anything of it is stored
+(`proofbench.pipeline.results_file`): a file that cannot be taken is refused with one line
+naming it, the benchmark and the field, and the other files still go in.
+
+Rows are labelled from data, never by importing subjects: the suite's labels
+(`proofbench.pipeline.labels`) say what proofbench's own benchmarks mean; any other benchmark
+is a plain asv benchmark, described by its results directory's benchmarks.json.
 """
 from __future__ import annotations
 
@@ -12,52 +19,83 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import Engine, delete, select
+from sqlalchemy import Engine, delete, select, update
 from sqlalchemy.orm import Session
 
 from proofbench import git
 from proofbench.claim import Claim
+from proofbench.db.commits import place
 from proofbench.db.fleet import store_machine
 from proofbench.db.models import Benchmark, ClaimRow, Commit, Environment, IngestedFile, Result
-from proofbench.db.rows import conflict_insert, insert_or_get
+from proofbench.db.rows import conflict_insert, insert_or_get, upsert
 from proofbench.errors import InputError
 from proofbench.measure import sidecar
-from proofbench.pipeline import asv_log, results_file
+from proofbench.pipeline import asv_log, labels, results_file
 from proofbench.pipeline.asv import Layout
-from proofbench.pipeline.generate import BenchmarkInfo, benchmark_index
+from proofbench.pipeline.labels import AsvEntry, Label
 from proofbench.pipeline.results_file import Point, ResultsFile
-from proofbench.registry import Registry
+
+_FINGERPRINT = 64  # characters a machine fingerprint may have (its column)
+_RESULT_KEY = ("benchmark_id", "machine_id", "commit_id", "environment_id", "params_key")
 
 
 @dataclass
 class IngestReport:
-    """What one ingest did: files taken in, files already known, rows written, refusals."""
+    """What one ingest did: files taken in, files already known, rows written, refusals
+    (one line each, naming the file) and warnings (files still taken)."""
 
     ingested: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     rows: int = 0
     refused: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    placed: int = 0
+
+
+@dataclass(frozen=True)
+class Profiles:
+    """Machine profiles `proofbench run` left (by machine name), and those that are unusable
+    (by machine name: why), so that one bad profile refuses only its own machine's files."""
+
+    usable: dict[str, dict] = field(default_factory=dict)
+    unusable: dict[str, str] = field(default_factory=dict)
+
+    def merged(self, other: "Profiles") -> "Profiles":
+        return Profiles({**self.usable, **other.usable}, {**self.unusable, **other.unusable})
 
 
 @dataclass(frozen=True)
 class Sources:
-    """Everything ingest needs besides the results: meanings, diagnostics, commit metadata."""
+    """Everything ingest needs besides the results: meanings, diagnostics, machine profiles,
+    and the repository (commit metadata; with `branch`, each commit's place on its history)."""
 
-    index: dict[str, BenchmarkInfo]
+    labels: dict[str, Label]
     diagnostics: dict[tuple, list[sidecar.Record]]
     repo: Path | None = None
-    machine_profiles: dict[str, dict] = field(default_factory=dict)
+    profiles: Profiles = field(default_factory=Profiles)
+    branch: str | None = None
 
 
-def machine_profiles(directory: Path) -> dict[str, dict]:
-    """Hardware profiles `proofbench run` left in `directory` (`<machine name>.json`), by name."""
-    profiles = {}
+def machine_profiles(directory: Path) -> Profiles:
+    """Hardware profiles `proofbench run` left in `directory` (`<machine name>.json`)."""
+    usable, unusable = {}, {}
     for path in sorted(directory.glob("*.json")) if directory.is_dir() else ():
         try:
-            profiles[path.stem] = json.loads(path.read_text())
-        except ValueError as exc:
-            raise InputError(f"{path}: not valid JSON ({exc})") from None
-    return profiles
+            usable[path.stem] = _profile(path)
+        except InputError as exc:
+            unusable[path.stem] = str(exc)
+    return Profiles(usable, unusable)
+
+
+def _profile(path: Path) -> dict:
+    profile = results_file.read_json(path)
+    if not isinstance(profile, dict):
+        raise InputError(f"{path}: expected a JSON object (a machine profile)")
+    fingerprint = profile.get("fingerprint")
+    if not isinstance(fingerprint, str) or not fingerprint.isprintable() or not 0 < len(fingerprint) <= _FINGERPRINT:
+        raise InputError(f"{path}: fingerprint: expected a string of 1 to {_FINGERPRINT} printable characters")
+    results_file.check_stored(path, "profile", profile)
+    return profile
 
 
 def load_diagnostics(path: Path | None) -> dict[tuple, list[sidecar.Record]]:
@@ -68,48 +106,118 @@ def load_diagnostics(path: Path | None) -> dict[tuple, list[sidecar.Record]]:
     return grouped
 
 
+class _Known:
+    """Row ids made or found by earlier files of this ingest (committed, so still there)."""
+
+    def __init__(self) -> None:
+        self.ids: dict[tuple, int] = {}
+        self.asv: dict[Path, dict[str, AsvEntry]] = {}
+
+    def get(self, session: Session, key: tuple, make) -> tuple[int, bool]:
+        """The id under `key`, from an earlier file or made now (then True: keep it only after commit)."""
+        if key in self.ids:
+            return self.ids[key], False
+        return make(session), True
+
+
 def ingest(engine: Engine, paths: list[Path], sources: Sources) -> IngestReport:
-    """Take each results file in its own transaction; refusals are collected, not raised."""
-    report = IngestReport()
+    """Take each results file in its own transaction; refusals are collected, not raised.
+    With `sources.branch`, the commits are then placed on its first-parent history."""
+    history = git.first_parent(sources.repo, sources.branch) if sources.repo and sources.branch else None
+    report, known = IngestReport(), _Known()
     for path in paths:
         try:
-            _ingest_file(engine, path, sources, report)
+            _ingest_file(engine, path, sources, report, known)
         except InputError as exc:
             report.refused.append(str(exc))
+    if history is not None:
+        with Session(engine) as session, session.begin():
+            report.placed = place(session, history, sources.branch)
     return report
 
 
-def _ingest_file(engine: Engine, path: Path, sources: Sources, report: IngestReport) -> None:
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    with Session(engine) as session, session.begin():
+def _ingest_file(engine: Engine, path: Path, sources: Sources, report: IngestReport, known: _Known) -> None:
+    data = results_file.load_bytes(path)
+    digest = hashlib.sha256(data).hexdigest()
+    with Session(engine) as session:
         if session.scalar(select(IngestedFile.id).where(IngestedFile.sha256 == digest)) is not None:
             report.unchanged.append(str(path))
             return
-    parsed = results_file.read(path)
-    unknown = sorted({p.benchmark for p in parsed.points} - set(sources.index))
-    if unknown:
-        raise InputError(f"{path}: unknown benchmark {unknown[0]!r}"
-                         + (f" and {len(unknown) - 1} more" if len(unknown) > 1 else "")
-                         + " (not defined by any registered subject)")
+    parsed = results_file.parse(path, data)
+    if parsed.machine in sources.profiles.unusable:
+        raise InputError(f"{path}: machine {parsed.machine!r}: its profile is unusable: "
+                         f"{sources.profiles.unusable[parsed.machine]}")
+    named = _labels(parsed, sources.labels, _asv_entries(path, known, report))
+    made: dict[tuple, int] = {}
     with Session(engine) as session, session.begin():
         file_id = insert_or_get(session, IngestedFile, {"sha256": digest},
-                                 {"path": str(path), "results": len(parsed.points)})
-        keys = _keys(session, parsed, sources)
-        for point in parsed.points:
-            _store(session, point, parsed, keys, file_id, sources)
+                                {"path": _storable_path(path), "results": len(parsed.points)})
+        keys = _keys(session, parsed, sources, known, made)
+        benchmarks = {name: _benchmark_id(session, name, parsed.rows[name].version, label, known, made)
+                      for name, label in named.items()}
+        upsert(session, Result, [_values(p, parsed, keys, benchmarks[p.benchmark], named[p.benchmark], file_id,
+                                         sources.diagnostics) for p in parsed.points], _RESULT_KEY)
+    known.ids.update(made)
     report.ingested.append(str(path))
     report.rows += len(parsed.points)
 
 
-def _keys(session: Session, parsed: ResultsFile, sources: Sources) -> dict[str, int]:
-    profile = sources.machine_profiles.get(parsed.machine) or parsed.machine_params
-    fingerprint = (profile.get("fingerprint") or parsed.machine_params.get("proofbench_fingerprint")
-                   or _fingerprint(parsed.machine_params))
-    machine_id = store_machine(session, parsed.machine, fingerprint, profile).id
-    env_id = insert_or_get(session, Environment, {"name": parsed.env},
-                            {"python": parsed.python, "requirements": parsed.requirements})
-    commit_id = insert_or_get(session, Commit, {"hash": parsed.commit}, _commit_metadata(sources.repo, parsed.commit))
-    return {"machine": machine_id, "environment": env_id, "commit": commit_id}
+def _storable_path(path: Path) -> str:
+    # a file name that is not UTF-8 (undecodable bytes) is stored with them escaped
+    return str(path).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _asv_entries(path: Path, known: _Known, report: IngestReport) -> dict[str, AsvEntry]:
+    # benchmarks.json of the file's results directory, read once per ingest
+    where = results_file.benchmarks_file(path)
+    if where not in known.asv:
+        known.asv[where], warnings = labels.read_asv(where)
+        report.warnings.extend(warnings)
+    return known.asv[where]
+
+
+def _labels(parsed: ResultsFile, own: dict[str, Label], asv: dict[str, AsvEntry]) -> dict[str, Label]:
+    """Each benchmark's label: the suite's, else a plain one; as many parameter lists as the
+    suite's label names, or the file is refused."""
+    out = {}
+    for name, row in parsed.rows.items():
+        label = own.get(name)
+        where = f"{parsed.path}: benchmark {name[:200]!r}: params"
+        if label is not None and len(row.params) != len(label.param_names):
+            raise InputError(f"{where}: {len(row.params)} parameter list(s), its label names "
+                             f"{len(label.param_names)} ({', '.join(label.param_names)})")
+        out[name] = label or labels.plain(name, row.version, len(row.params), asv.get(name))
+    return out
+
+
+def _keys(session: Session, parsed: ResultsFile, sources: Sources, known: _Known, made: dict) -> dict[str, int]:
+    profile = sources.profiles.usable.get(parsed.machine) or parsed.machine_params
+    fingerprint = profile.get("fingerprint") or parsed.machine_params.get("proofbench_fingerprint")
+    if not isinstance(fingerprint, str) or not fingerprint.isprintable() or not 0 < len(fingerprint) <= _FINGERPRINT:
+        fingerprint = _fingerprint(parsed.machine_params)
+    out = {}
+    for name, key, make in (
+            ("machine", ("machine", parsed.machine, fingerprint),
+             lambda s: store_machine(s, parsed.machine, fingerprint, profile).id),
+            ("environment", ("environment", parsed.env),
+             lambda s: insert_or_get(s, Environment, {"name": parsed.env},
+                                     {"python": parsed.python, "requirements": parsed.requirements})),
+            ("commit", ("commit", parsed.commit), lambda s: _commit_id(s, parsed, sources.repo))):
+        out[name], new = known.get(session, key, make)
+        if new:
+            made[key] = out[name]
+    return out
+
+
+def _commit_id(session: Session, parsed: ResultsFile, repo: Path | None) -> int:
+    found = session.scalar(select(Commit).where(Commit.hash == parsed.commit))
+    if found is None:
+        return insert_or_get(session, Commit, {"hash": parsed.commit},
+                             {"results_date": parsed.date, **_commit_metadata(repo, parsed.commit)})
+    if found.results_date is None and parsed.date is not None:
+        session.execute(update(Commit).where(Commit.id == found.id, Commit.results_date.is_(None))
+                        .values(results_date=parsed.date))
+    return found.id
 
 
 def _fingerprint(params: dict) -> str:
@@ -119,48 +227,36 @@ def _fingerprint(params: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _store(session: Session, point: Point, parsed: ResultsFile, keys: dict[str, int], file_id: int,
-           sources: Sources) -> None:
-    info = sources.index[point.benchmark]
-    benchmark_id = insert_or_get(session, Benchmark, {"name": point.benchmark, "version": point.version},
-                                  _benchmark_values(info))
-    params = dict(zip(("variant", "size"), point.params)) if len(point.params) == 2 else {"params": list(point.params)}
-    params_key = json.dumps(list(point.params))
-    values = {"file_id": file_id, "params": params, "value": point.value, "status": point.status,
+def _benchmark_id(session: Session, name: str, version: str, label: Label, known: _Known, made: dict) -> int:
+    key = ("benchmark", name, version)
+    found, new = known.get(session, key, lambda s: insert_or_get(
+        s, Benchmark, {"name": name, "version": version},
+        {"kind": label.kind, "subject": label.subject, "area": label.area, "metric": label.metric,
+         "unit": label.unit, "higher_is_better": label.higher_is_better, "item": label.item,
+         "param_names": list(label.param_names), "details": label.details}))
+    if new:
+        made[key] = found
+    return found
+
+
+def _values(point: Point, parsed: ResultsFile, keys: dict[str, int], benchmark_id: int, label: Label,
+            file_id: int, diagnostics: dict) -> dict:
+    values = {"benchmark_id": benchmark_id, "machine_id": keys["machine"], "commit_id": keys["commit"],
+              "environment_id": keys["environment"], "params_key": point.key, "file_id": file_id,
+              "params": dict(zip(label.param_names, point.params)), "value": point.value, "status": point.status,
               "samples": list(point.samples) if point.samples else None, "number": point.number,
-              "started_at": point.started_at, "duration": point.duration, "reason": ""}
-    values.update(_diagnosed(point, parsed, sources.diagnostics))
-    row = session.scalar(select(Result).where(
-        Result.benchmark_id == benchmark_id, Result.machine_id == keys["machine"],
-        Result.commit_id == keys["commit"], Result.environment_id == keys["environment"],
-        Result.params_key == params_key))
-    if row is None:
-        row = Result(benchmark_id=benchmark_id, machine_id=keys["machine"], commit_id=keys["commit"],
-                     environment_id=keys["environment"], params_key=params_key)
-        session.add(row)
-    for key, value in values.items():
-        setattr(row, key, value)
-
-
-def _benchmark_values(info: BenchmarkInfo) -> dict:
-    subject = info.subject
-    return {"subject": subject.key, "area": subject.area, "metric": info.metric.name, "unit": info.metric.unit,
-            "higher_is_better": info.metric.higher_is_better, "item": subject.item,
-            "param_names": ["variant", "size"],
-            "details": {"description": subject.description,
-                        "variants": {v.name: {"description": v.description, "requires": list(v.requires)}
-                                     for v in subject.variants},
-                        "equivalence": {"metric": subject.equivalence.metric.name,
-                                        "tolerance": subject.equivalence.tolerance,
-                                        "higher_is_better": subject.equivalence.metric.higher_is_better,
-                                        "description": subject.equivalence.description},
-                        "rates": [m.metric.name for m in subject.measures if m.rate]}}
+              "started_at": point.started_at, "duration": point.duration, "reason": "",
+              "other_load_cores": None, "busy": None, "threads": None, "profile": None, "equivalent": None}
+    values.update(_diagnosed(point, parsed, diagnostics) if diagnostics else {})
+    if point.status == "failed" and not values["reason"]:
+        values["reason"] = "failed; no reason was recorded (crashed, killed or timed out)"
+    return values
 
 
 def _diagnosed(point: Point, parsed: ResultsFile, diagnostics: dict) -> dict:
     # Records of this method, and class-level ones (setup skipped or failed), in file order;
     # the writer may not have known the environment's name (asv's existing environment).
-    klass, method = point.benchmark.rsplit(".", 1)
+    klass, _, method = point.benchmark.rpartition(".")
     out: dict = {}
     envs = dict.fromkeys((parsed.env, ""))
     records = [r for params in (point.params, ()) for env in envs
@@ -177,8 +273,6 @@ def _diagnosed(point: Point, parsed: ResultsFile, diagnostics: dict) -> dict:
     reason = _reason(records, point.status == "failed")
     if reason:
         out["reason"] = reason
-    elif point.status == "failed":
-        out["reason"] = "failed; no reason was recorded (crashed, killed or timed out)"
     return out
 
 
@@ -197,7 +291,7 @@ def _commit_metadata(repo: Path | None, commit: str) -> dict:
     info = git.commit_info(repo, commit) if repo is not None else None
     if info is None:
         return {}
-    return {"subject": info.subject, "author": info.author, "authored_at": info.authored_at,
+    return {"subject": info.subject, "author": info.author[:200], "authored_at": info.authored_at,
             "committed_at": info.committed_at}
 
 
@@ -220,16 +314,15 @@ def sync_claims(engine: Engine, claims: tuple[Claim, ...]) -> None:
         session.execute(delete(ClaimRow).where(ClaimRow.id.not_in([claim.id for claim in claims])))
 
 
-def sources(layout: Layout, registry: Registry | None, repo: Path | None) -> Sources:
-    """What ingest needs besides the results of a project's runs: the meaning of its benchmarks,
-    the run's diagnostics, the machines' profiles, and the repository for commit metadata."""
-    return Sources(index=benchmark_index(registry) if registry is not None else {},
-                   diagnostics=load_diagnostics(layout.sidecar), repo=repo,
-                   machine_profiles=machine_profiles(layout.machines))
+def sources(layout: Layout, repo: Path | None, branch: str | None = None) -> Sources:
+    """What ingest needs besides the results of a project's runs: the suite's labels, the runs'
+    diagnostics, the machines' profiles, and the repository for commit metadata (and order)."""
+    return Sources(labels=labels.read(layout.benchmarks), diagnostics=load_diagnostics(layout.sidecar), repo=repo,
+                   profiles=machine_profiles(layout.machines), branch=branch)
 
 
-def ingest_run(engine: Engine, layout: Layout, paths: list[Path], registry: Registry | None,
-               claims: tuple[Claim, ...], repo: Path | None) -> IngestReport:
+def ingest_run(engine: Engine, layout: Layout, paths: list[Path], claims: tuple[Claim, ...],
+               repo: Path | None) -> IngestReport:
     """What every measuring command does with its results: the claims, then the files."""
     sync_claims(engine, claims)
-    return ingest(engine, paths, sources(layout, registry, repo))
+    return ingest(engine, paths, sources(layout, repo))

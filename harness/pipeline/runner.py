@@ -124,6 +124,5 @@ def measure(engine: Engine, layout: Layout, catalogue: Catalogue, profile: Profi
     """Measure the checkout in hand and ingest the results with the project's claims."""
     check_selection(bench or profile.bench, catalogue.registry, profile)
     outcome = run(layout, profile, machine_profile, bench, on_progress)
-    ingested = ingest_run(engine, layout, list(outcome.results), catalogue.registry, catalogue.claims,
-                          repo=layout.project.root)
+    ingested = ingest_run(engine, layout, list(outcome.results), catalogue.claims, repo=layout.project.root)
     return Measured(outcome, ingested)

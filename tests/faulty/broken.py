@@ -1,5 +1,5 @@
-"""Broken inputs made from sound ones: results files of other commits, with NaN, with an
-unknown benchmark; a database whose names and texts are hostile (path climbs, markup)."""
+"""Broken inputs made from sound ones: results files of other commits, with NaN, with parameters
+its label does not name; a database whose names and texts are hostile (path climbs, markup)."""
 from __future__ import annotations
 
 import json
@@ -25,10 +25,13 @@ def variant_of(data: dict, commit: str, sizes: int = 1) -> tuple[str, dict]:
     return f"{commit[:8]}-{data['env_name']}.json", data
 
 
-def with_unknown_benchmark(data: dict) -> str:
-    """Results data with one more benchmark, one no subject defines."""
-    results = {**data["results"], "loading.NoSuch.time_call": data["results"]["loading.FaultySound.time_call"]}
-    return json.dumps({**data, "results": results})
+def with_wrong_parameters(data: dict) -> str:
+    """Results data whose labelled benchmark has three parameter lists where its label names two."""
+    data = json.loads(json.dumps(data))
+    row = data["results"]["loading.FaultySound.time_call"]
+    params = data["result_columns"].index("params")
+    data["results"]["loading.FaultySound.time_call"] = [None, [*row[params], ["'extra'"]], *row[params + 1:]]
+    return json.dumps(data)
 
 
 def with_nan(data: dict, column: str) -> str:

@@ -1,8 +1,8 @@
 """Alerts that measure again and people who answer them: an alert's confirmation and bisection, and
 alert_actions (acknowledged or accepted, by whom, when and why; withdrawn rather than deleted).
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0007
+Revises: 0006
 Create Date: 2026-11-24 06:00:00
 """
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0006'
-down_revision = '0005'
+revision = '0007'
+down_revision = '0006'
 branch_labels = None
 depends_on = None
 
