@@ -25,10 +25,10 @@ class Dataloader(SubjectBenchmark):
 
     track_items.unit = "sequences"
 
-    def track_quality(self, cache, variant, size):
-        return self.quality()
+    def track_speedup(self, cache, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "loss"
+    track_speedup.unit = "x"
 
     def track_peak_memory(self, cache, variant, size):
         return self.peak_memory()
@@ -56,10 +56,10 @@ class FastaToLmdb(SubjectBenchmark):
 
     track_items.unit = "sequences"
 
-    def track_quality(self, cache, variant, size):
-        return self.quality()
+    def track_speedup(self, cache, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "records"
+    track_speedup.unit = "x"
 
 
 class LmdbRead(SubjectBenchmark):
@@ -82,7 +82,7 @@ class LmdbRead(SubjectBenchmark):
 
     track_items.unit = "sequences"
 
-    def track_quality(self, cache, variant, size):
-        return self.quality()
+    def track_speedup(self, cache, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "records"
+    track_speedup.unit = "x"

@@ -22,10 +22,10 @@ class DynamicInt8(SubjectBenchmark):
 
     track_items.unit = "sentences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "cosine"
+    track_speedup.unit = "x"
 
     def track_model_bytes(self, variant, size):
         return self.measure("model_bytes")
@@ -55,10 +55,10 @@ class DynamicInt8Latency(SubjectBenchmark):
 
     track_items.unit = "sentences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "cosine"
+    track_speedup.unit = "x"
 
     def track_model_bytes(self, variant, size):
         return self.measure("model_bytes")
@@ -88,10 +88,10 @@ class StaticInt8(SubjectBenchmark):
 
     track_items.unit = "sentences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "cosine"
+    track_speedup.unit = "x"
 
     def track_model_bytes(self, variant, size):
         return self.measure("model_bytes")

@@ -22,10 +22,10 @@ class BatchTokenize(SubjectBenchmark):
 
     track_items.unit = "sequences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "sequences"
+    track_speedup.unit = "x"
 
     def track_tokens(self, variant, size):
         return self.measure("tokens")
@@ -50,10 +50,10 @@ class BatchTokenizeText(SubjectBenchmark):
 
     track_items.unit = "sentences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "sequences"
+    track_speedup.unit = "x"
 
     def track_tokens(self, variant, size):
         return self.measure("tokens")
@@ -78,10 +78,10 @@ class PaddingStrategy(SubjectBenchmark):
 
     track_items.unit = "sequences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "sequences"
+    track_speedup.unit = "x"
 
     def track_padded_tokens(self, variant, size):
         return self.measure("padded_tokens")

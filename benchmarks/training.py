@@ -22,10 +22,10 @@ class CausalMaskCache(SubjectBenchmark):
 
     track_items.unit = "sequences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "abs"
+    track_speedup.unit = "x"
 
 
 class Compile(SubjectBenchmark):
@@ -45,10 +45,10 @@ class Compile(SubjectBenchmark):
 
     track_items.unit = "sequences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "loss"
+    track_speedup.unit = "x"
 
     def track_compile_seconds(self, variant, size):
         return self.measure("compile_seconds")
@@ -73,10 +73,10 @@ class FusedOptimizer(SubjectBenchmark):
 
     track_items.unit = "steps"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "abs"
+    track_speedup.unit = "x"
 
 
 class GradAccumulation(SubjectBenchmark):
@@ -96,10 +96,10 @@ class GradAccumulation(SubjectBenchmark):
 
     track_items.unit = "sequences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "abs"
+    track_speedup.unit = "x"
 
     def track_peak_memory(self, variant, size):
         return self.peak_memory()
@@ -124,10 +124,10 @@ class GradientCheckpointing(SubjectBenchmark):
 
     track_items.unit = "sequences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "loss"
+    track_speedup.unit = "x"
 
     def track_peak_memory(self, variant, size):
         return self.peak_memory()
@@ -152,10 +152,10 @@ class MemoryQueries(SubjectBenchmark):
 
     track_items.unit = "sequences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "loss"
+    track_speedup.unit = "x"
 
     def track_memory_queries(self, variant, size):
         return self.measure("memory_queries")
@@ -180,10 +180,10 @@ class MixedPrecision(SubjectBenchmark):
 
     track_items.unit = "sequences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "loss"
+    track_speedup.unit = "x"
 
     def track_peak_memory(self, variant, size):
         return self.peak_memory()
