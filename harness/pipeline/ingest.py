@@ -171,6 +171,8 @@ def _diagnosed(point: Point, parsed: ResultsFile, diagnostics: dict) -> dict:
             continue
         if "equivalent" in record.details:
             out["equivalent"] = bool(record.details["equivalent"])
+        if "rounds" in record.details:  # a paired measurement's raw record (measure.pairing)
+            out["rounds"] = record.details["rounds"]
         if record.status == "ok" and "threads" in record.details:
             out.update(other_load_cores=record.details.get("other_load_cores"), busy=record.details.get("busy"),
                        threads=record.details.get("threads"), profile=record.details.get("profile"))
