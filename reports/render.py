@@ -54,7 +54,8 @@ def environment() -> Environment:
     return env
 
 
-def _claims(session: Session) -> list[Claim]:
+def stored_claims(session: Session) -> list[Claim]:
+    """The claims as the database holds them (ingest copies them from the project's claims file)."""
     rows = session.scalars(select(ClaimRow).order_by(ClaimRow.subject, ClaimRow.id))
     return [Claim(id=r.id, subject=r.subject, variant=r.variant, source=r.source, quote=r.quote, kind=r.kind,
                   metric=r.metric, low=r.low, high=r.high, device=r.device, note=r.note) for r in rows]
@@ -132,7 +133,7 @@ class _Read:
 def read(session: Session) -> _Read:
     """Every database read of a render, in one session (change points start first, so that
     on the fly they are found in worker processes while the rest is read)."""
-    claims = _claims(session)
+    claims = stored_claims(session)
     history = queries.history(session)
     found = machines(session)
     check, steps = _change_points(session, history, {m.id for m in found})

@@ -43,7 +43,7 @@ def _json(capsys, url: str, *extra: str) -> dict:
 @pytest.mark.slow
 def test_compare_shows_both_machines_side_by_side(two_machines, capsys):
     doc = _json(capsys, two_machines)
-    assert (doc["format"], doc["a"]["name"], doc["b"]["name"], doc["same_commit"]) == (1, "cpu-box", "gpu-box", True)
+    assert (doc["format"], doc["a"]["name"], doc["b"]["name"], doc["same_commit"]) == (2, "cpu-box", "gpu-box", True)
     assert doc["a"]["gpu"] == "none" and doc["a"]["gpu_note"] == "NVML not available: NVML Shared Library Not Found"
     assert doc["b"]["gpu"] == GPU and doc["b"]["gpu_note"] is None
     assert {s["subject"] for s in doc["subjects"]} == {"loading.lmdb_read", "loading.fasta_to_lmdb"}
@@ -146,8 +146,8 @@ def test_throughput_ratio_says_why_it_is_missing():
 def test_json_has_no_nan_where_an_interval_is_undefined():
     ratio, _ = throughput_ratio(_figures("baseline", (1.0,)), _figures("baseline", (2.0,)))
     assert ratio.estimate == pytest.approx(2.0) and math.isnan(ratio.low)
-    encoded = shown_compare._speedup(ratio)
-    assert encoded["low"] is None and encoded["high"] is None and encoded["word"] == "too few samples"
+    encoded = shown_compare._ratio(ratio)
+    assert encoded["low"] is None and encoded["high"] is None and encoded["word"] == "inconclusive"
     json.dumps(encoded, allow_nan=False)  # raises on NaN
 
 

@@ -14,10 +14,11 @@ import os
 import sys
 import traceback
 
-from proofbench.cli import calibrate, check, compare, db, generate, history, ingest, machine, profile, report, run
+from proofbench.cli import (calibrate, check, compare, db, generate, history, ingest, machine, profile, report, run,
+                            table)
 from proofbench.errors import ProofbenchError
 
-COMMANDS = (run, history, check, ingest, report, compare, machine, calibrate, profile, generate, db)
+COMMANDS = (run, history, check, ingest, report, table, compare, machine, calibrate, profile, generate, db)
 INTERNAL_ERROR = 3
 DEBUG_VAR = "PROOFBENCH_DEBUG"
 

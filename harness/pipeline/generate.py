@@ -10,6 +10,7 @@ of the suite that proofbench did not generate is never overwritten.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,6 +76,15 @@ _MEASURE = '''
 def class_name(subject: Subject) -> str:
     """`lmdb_read` -> `LmdbRead`."""
     return "".join(part.capitalize() for part in subject.name.split("_"))
+
+
+def bench_pattern(registry: Registry, text: str) -> str:
+    """asv's --bench regex for `text`: a subject's key (`loading.lmdb_read`) or name (`lmdb_read`,
+    every area's subject of that name) selects its benchmarks; any other text is asv's regex as is."""
+    chosen = [s for s in registry if text in (s.key, s.name)]
+    if not chosen:
+        return text
+    return "^(" + "|".join(re.escape(f"{s.area}.{class_name(s)}.") for s in chosen) + ")"
 
 
 def workload_version(subject: Subject) -> str:
