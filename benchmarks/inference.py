@@ -26,6 +26,7 @@ class AttentionKernel(SubjectBenchmark):
         return self.speedup()
 
     track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_tokens(self, variant, size):
         return self.measure("tokens")
@@ -54,6 +55,7 @@ class Compile(SubjectBenchmark):
         return self.speedup()
 
     track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_compile_seconds(self, variant, size):
         return self.measure("compile_seconds")
@@ -82,6 +84,7 @@ class EmbeddingCache(SubjectBenchmark):
         return self.speedup()
 
     track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_hit_rate(self, variant, size):
         return self.measure("hit_rate")
@@ -115,6 +118,7 @@ class EmbeddingCacheMiss(SubjectBenchmark):
         return self.speedup()
 
     track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_hit_rate(self, variant, size):
         return self.measure("hit_rate")
@@ -148,6 +152,7 @@ class HalfPrecision(SubjectBenchmark):
         return self.speedup()
 
     track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_peak_memory(self, variant, size):
         return self.peak_memory()
@@ -181,6 +186,7 @@ class HalfPrecisionLatency(SubjectBenchmark):
         return self.speedup()
 
     track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_tokens(self, variant, size):
         return self.measure("tokens")
@@ -209,6 +215,7 @@ class LengthSortedBatches(SubjectBenchmark):
         return self.speedup()
 
     track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_padded_tokens(self, variant, size):
         return self.measure("padded_tokens")
@@ -242,6 +249,7 @@ class RequestBatching(SubjectBenchmark):
         return self.speedup()
 
     track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_latency_p50(self, variant, size):
         return self.measure("latency_p50")

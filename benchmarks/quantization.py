@@ -26,6 +26,7 @@ class DynamicInt8(SubjectBenchmark):
         return self.speedup()
 
     track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_model_bytes(self, variant, size):
         return self.measure("model_bytes")
@@ -59,6 +60,7 @@ class DynamicInt8Latency(SubjectBenchmark):
         return self.speedup()
 
     track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_model_bytes(self, variant, size):
         return self.measure("model_bytes")
@@ -92,6 +94,7 @@ class StaticInt8(SubjectBenchmark):
         return self.speedup()
 
     track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_model_bytes(self, variant, size):
         return self.measure("model_bytes")

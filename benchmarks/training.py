@@ -26,6 +26,7 @@ class CausalMaskCache(SubjectBenchmark):
         return self.speedup()
 
     track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
 
 class Compile(SubjectBenchmark):
@@ -49,6 +50,7 @@ class Compile(SubjectBenchmark):
         return self.speedup()
 
     track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_compile_seconds(self, variant, size):
         return self.measure("compile_seconds")
@@ -77,6 +79,7 @@ class FusedOptimizer(SubjectBenchmark):
         return self.speedup()
 
     track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
 
 class GradAccumulation(SubjectBenchmark):
@@ -100,6 +103,7 @@ class GradAccumulation(SubjectBenchmark):
         return self.speedup()
 
     track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_peak_memory(self, variant, size):
         return self.peak_memory()
@@ -128,6 +132,7 @@ class GradientCheckpointing(SubjectBenchmark):
         return self.speedup()
 
     track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_peak_memory(self, variant, size):
         return self.peak_memory()
@@ -156,6 +161,7 @@ class MemoryQueries(SubjectBenchmark):
         return self.speedup()
 
     track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_memory_queries(self, variant, size):
         return self.measure("memory_queries")
@@ -184,6 +190,7 @@ class MixedPrecision(SubjectBenchmark):
         return self.speedup()
 
     track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_peak_memory(self, variant, size):
         return self.peak_memory()
