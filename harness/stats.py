@@ -249,6 +249,9 @@ def _grouped(logs: np.ndarray, labels: np.ndarray) -> tuple[float, float, float]
 # -- paired rounds as measured and stored ---------------------------------------------
 
 UNEQUAL_LOAD = 0.5  # cores: a round whose two blocks saw other processes' load differ by more is left out
+# A load is read from /proc/stat's clock ticks (10 ms each): over a block of d seconds two ticks'
+# error is 0.02 / d cores, which the comparison allows for (1 core for a 20 ms block).
+TICK_ERROR = 0.02
 MOST_ROUNDS_LEFT_OUT = 0.5  # more than this share of rounds left out: the two sides did not see like conditions
 
 
@@ -278,11 +281,14 @@ class Round:
 
     def comparable(self, heavy: float | None = None) -> bool:
         """Both sides saw like conditions: their loads differ by at most `UNEQUAL_LOAD` cores and,
-        given `heavy`, neither exceeds it (a load that takes cores the measured code needs)."""
+        given `heavy`, neither exceeds it (a load that takes cores the measured code needs), each
+        within the reading's error over the shorter block (`TICK_ERROR`)."""
         la, lb = self.a.load, self.b.load
         if la is None or lb is None:
             return True
-        return abs(la - lb) <= UNEQUAL_LOAD and (heavy is None or max(la, lb) <= heavy)
+        shortest = min(self.a.seconds, self.b.seconds)
+        slack = TICK_ERROR / shortest if shortest > 0 else math.inf
+        return abs(la - lb) <= UNEQUAL_LOAD + slack and (heavy is None or max(la, lb) <= heavy + slack)
 
     def to_dict(self) -> dict:
         """The compact form the sidecar and the database keep."""
