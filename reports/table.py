@@ -107,8 +107,8 @@ def _cells(line: Line) -> tuple[str, ...]:
     v, claim = line.variant, line.claim
     word, why = _outcome(v)
     speed = f"{fmt.factor(v.speedup.estimate)} {fmt.interval(v.speedup.low, v.speedup.high)}" \
-        if v.speedup and v.variant != "baseline" else ("" if v.status == "ok" else v.reason[:60])
-    outcome = ": ".join(x for x in (word, why) if x)
+        if v.speedup and v.variant != "baseline" else ""
+    outcome = ": ".join(x for x in (word, why) if x) if v.status == "ok" else v.reason[:100]
     return (line.subject.subject, line.subject.size, v.variant, fmt.seconds(v.time.median) if v.time else v.status,
             fmt.rate(v.items_per_second), speed, "; ".join(x for x in (outcome, fmt.isa_words(v.isa)) if x),
             f"{fmt.promise(claim)} ({claim.source[:3]})" if claim else "",
@@ -132,7 +132,7 @@ def print_text(found: list[Line]) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    console = Console(width=None if sys.stdout.isatty() else 180)
+    console = Console(width=None if sys.stdout.isatty() else 220)
     for machine in dict.fromkeys(line.machine for line in found):
         table = Table(title=Text(f"proofbench — {machine}"), highlight=False)
         for column in _COLUMNS:
