@@ -121,18 +121,21 @@ def test_paired_rounds_reach_the_database_and_give_the_speedup(smoke_run, sqlite
     engine = connect(sqlite_url)
     ingest(engine, list(outcome.results), _sources(layout, list(outcome.results)))
     with Session(engine) as session:
-        paired = session.scalars(select(Result).join(Benchmark).where(Benchmark.metric == "speedup")).all()
-        rows = {r.params["variant"]: r for r in paired}
-        assert rows["baseline"].rounds is None and rows["baseline"].status == "skipped"  # the reference
-        document = rows["optimized"].rounds
+        paired = session.execute(select(Result, Benchmark).join(Benchmark).where(Benchmark.metric == "speedup")).all()
+        rows = {(b.subject, r.params["variant"]): r for r, b in paired}
+        baseline = rows[("loading.fasta_to_lmdb", "baseline")]
+        assert baseline.rounds is None and baseline.status == "skipped"  # the reference
+        document = rows[("loading.fasta_to_lmdb", "optimized")].rounds
         assert document["version"] == 1 and len(document["rounds"]) >= 3
         assert all(len(r["a"]) == 3 and r["first"] in ("a", "b") for r in document["rounds"])
         assert document["checks"]["variant"] and document["checks"]["baseline"]  # answers of timed calls
         shown = {(f.subject, v.variant): v for f in figures(session, session.scalars(select(Machine)).one())
                  for v in f.variants}
     optimized = shown[("loading.fasta_to_lmdb", "optimized")]
-    assert optimized.speedup.rounds == len(document["rounds"]) or optimized.speedup.rounds >= 3
-    assert optimized.speedup.estimate > 1 and optimized.equivalent is True and optimized.deterministic is True
+    # No figure is asserted (a speed in a test would be a timed test): what was measured reaches the
+    # figures whole, with the answers of the timed calls checked.
+    assert optimized.speedup.rounds == len(document["rounds"]) and optimized.speedup.estimate > 0
+    assert optimized.equivalent is True and optimized.deterministic is True, (optimized, document)
     assert str(optimized.speedup.difference) in ("faster", "slower", "no significant difference", "inconclusive")
 
 
