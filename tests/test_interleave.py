@@ -137,3 +137,18 @@ def test_a_declared_reset_runs_before_every_call_outside_the_timed_region():
     assert len(resets) == calls
     assert all(r.b.per_call == pytest.approx(0.015, abs=STEP) for r in measured.rounds)
     assert {reading for _, reading in measured.b.states} == {0}  # every sampled block started empty
+
+
+def test_blocks_are_sized_again_after_a_slow_first_call():
+    machine = Machine(lambda now, side: 0.0)
+    first = [True]
+
+    def lazy():  # the first call builds something: 50 ms; then 5 ms a call
+        work = 0.05 if first[0] else 0.005
+        first[0] = False
+        return machine.call("b", work)()
+
+    measured = alternate(Side(machine.call("a", 0.024)), Side(lazy), Plan(budget=5.0, precision=0.05, min_rounds=4,
+                                                                            block=0.1),
+                         clock=machine.clock, load=machine.probe)
+    assert measured.rounds[0].b.calls == 2 and measured.rounds[1].b.calls == 20  # 0.1 s of steady 5 ms calls

@@ -122,8 +122,9 @@ def _warm(side: Side, clock: Clock) -> tuple[float, Any]:
 def alternate(a: Side, b: Side, plan: Plan, *, clock: Clock = sync_clock, load: LoadProbe = OtherLoad) -> Measured:
     """Measure `a` and `b` in alternating rounds; see the module docstring.
 
-    One warm-up call of each side comes first (its time sizes the blocks; its output is kept).
-    A side whose call raises stops the measurement: the exception propagates.
+    One warm-up call of each side comes first (its time sizes the first round's blocks, the first
+    round's those of the others; its output is kept). A side whose call raises stops the
+    measurement: the exception propagates.
     """
     warm = [_warm(a, clock), _warm(b, clock)]
     calls = [_calls(seconds, plan.block) for seconds, _ in warm]
@@ -146,5 +147,7 @@ def alternate(a: Side, b: Side, plan: Plan, *, clock: Clock = sync_clock, load: 
                     states[side].append((i, blocks[side][2]))
         if last:
             break
+        if i == 0:  # a first call is often slow (lazy setup): size the blocks again on steady calls
+            calls = [_calls(blocks[side][0].per_call, plan.block) for side in (0, 1)]
     seconds = clock() - start
     return Measured(tuple(rounds), *(Sampled(tuple(kept[s]), tuple(states[s])) for s in (0, 1)), seconds)
