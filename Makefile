@@ -5,7 +5,7 @@ BIN     = $(VENV)/bin
 PROFILE ?= quick
 
 .PHONY: run example test install install-test install-evaluate install-edivisive report evaluate-detect \
-	simulate-nightly detect-timing render-benchmark suite-evidence clean
+	simulate-nightly detect-timing render-benchmark suite-evidence evaluate-noise clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -69,6 +69,12 @@ install-edivisive: .venv-edivisive/bin/python
 # re-measurement, detect() timed over 300 x 1000 points, the report at scale.
 evaluate-detect: install-evaluate install-edivisive
 	$(BIN)/python -m tools.detect_evaluation $(if $(QUICK),--quick)
+
+# Do speedups repeat? Five quick runs of the checkout in hand and one beside a busy process that
+# comes and goes (about 30 minutes on 2 cores; QUICK=1: three subjects, three runs). Run it on a
+# quiet machine: each run's other-process load is printed beside its figures.
+evaluate-noise: install
+	$(BIN)/python -m tools.noise_evaluation $(if $(QUICK),--quick)
 
 simulate-nightly: install
 	$(BIN)/python -m tools.nightly_simulation $(if $(QUICK),--quick)

@@ -22,10 +22,11 @@ class AttentionKernel(SubjectBenchmark):
 
     track_items.unit = "sequences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "cosine"
+    track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_tokens(self, variant, size):
         return self.measure("tokens")
@@ -50,10 +51,11 @@ class Compile(SubjectBenchmark):
 
     track_items.unit = "sentences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "abs"
+    track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_compile_seconds(self, variant, size):
         return self.measure("compile_seconds")
@@ -78,10 +80,11 @@ class EmbeddingCache(SubjectBenchmark):
 
     track_items.unit = "requests"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "abs"
+    track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_hit_rate(self, variant, size):
         return self.measure("hit_rate")
@@ -111,10 +114,11 @@ class EmbeddingCacheMiss(SubjectBenchmark):
 
     track_items.unit = "requests"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "abs"
+    track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_hit_rate(self, variant, size):
         return self.measure("hit_rate")
@@ -144,10 +148,11 @@ class HalfPrecision(SubjectBenchmark):
 
     track_items.unit = "sentences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "cosine"
+    track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_peak_memory(self, variant, size):
         return self.peak_memory()
@@ -177,10 +182,11 @@ class HalfPrecisionLatency(SubjectBenchmark):
 
     track_items.unit = "sentences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "cosine"
+    track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_tokens(self, variant, size):
         return self.measure("tokens")
@@ -205,10 +211,11 @@ class LengthSortedBatches(SubjectBenchmark):
 
     track_items.unit = "proteins"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "abs"
+    track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_padded_tokens(self, variant, size):
         return self.measure("padded_tokens")
@@ -238,10 +245,11 @@ class RequestBatching(SubjectBenchmark):
 
     track_items.unit = "requests"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "abs"
+    track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_latency_p50(self, variant, size):
         return self.measure("latency_p50")

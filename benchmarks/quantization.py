@@ -22,10 +22,11 @@ class DynamicInt8(SubjectBenchmark):
 
     track_items.unit = "sentences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "cosine"
+    track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_model_bytes(self, variant, size):
         return self.measure("model_bytes")
@@ -55,10 +56,11 @@ class DynamicInt8Latency(SubjectBenchmark):
 
     track_items.unit = "sentences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "cosine"
+    track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_model_bytes(self, variant, size):
         return self.measure("model_bytes")
@@ -88,10 +90,11 @@ class StaticInt8(SubjectBenchmark):
 
     track_items.unit = "sentences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "cosine"
+    track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_model_bytes(self, variant, size):
         return self.measure("model_bytes")

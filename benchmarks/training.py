@@ -22,10 +22,11 @@ class CausalMaskCache(SubjectBenchmark):
 
     track_items.unit = "sequences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "abs"
+    track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
 
 class Compile(SubjectBenchmark):
@@ -45,10 +46,11 @@ class Compile(SubjectBenchmark):
 
     track_items.unit = "sequences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "loss"
+    track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_compile_seconds(self, variant, size):
         return self.measure("compile_seconds")
@@ -73,10 +75,11 @@ class FusedOptimizer(SubjectBenchmark):
 
     track_items.unit = "steps"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "abs"
+    track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
 
 class GradAccumulation(SubjectBenchmark):
@@ -96,10 +99,11 @@ class GradAccumulation(SubjectBenchmark):
 
     track_items.unit = "sequences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "abs"
+    track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_peak_memory(self, variant, size):
         return self.peak_memory()
@@ -124,10 +128,11 @@ class GradientCheckpointing(SubjectBenchmark):
 
     track_items.unit = "sequences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "loss"
+    track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_peak_memory(self, variant, size):
         return self.peak_memory()
@@ -152,10 +157,11 @@ class MemoryQueries(SubjectBenchmark):
 
     track_items.unit = "sequences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "loss"
+    track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_memory_queries(self, variant, size):
         return self.measure("memory_queries")
@@ -180,10 +186,11 @@ class MixedPrecision(SubjectBenchmark):
 
     track_items.unit = "sequences"
 
-    def track_quality(self, variant, size):
-        return self.quality()
+    def track_speedup(self, variant, size):
+        return self.speedup()
 
-    track_quality.unit = "loss"
+    track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 
     def track_peak_memory(self, variant, size):
         return self.peak_memory()

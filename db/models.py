@@ -117,7 +117,7 @@ class Result(Base):
 
     `status` is ok, failed (asv's None; `reason` says why) or skipped (asv's NaN).
     `value` is asv's own summary (median for timings) kept for convenience; statistics
-    shown in reports are derived from `samples`.
+    shown in reports are derived from `samples` (and a speedup from `rounds`).
     """
 
     __tablename__ = "results"
@@ -143,6 +143,9 @@ class Result(Base):
     threads: Mapped[Optional[int]] = mapped_column(Integer)
     profile: Mapped[Optional[str]] = mapped_column(String(50))
     equivalent: Mapped[Optional[bool]] = mapped_column(Boolean)
+    # A paired measurement's raw record (track_speedup): its rounds, plan and answer checks,
+    # as `proofbench.measure.pairing` documents it; None for every other benchmark.
+    rounds: Mapped[Optional[dict[str, Any]]] = mapped_column()
 
     benchmark: Mapped[Benchmark] = relationship()
     machine: Mapped[Machine] = relationship()

@@ -41,6 +41,7 @@ class Metric:
 
 TIME = Metric("time", "seconds", higher_is_better=False)
 PEAK_MEMORY = Metric("peak_memory", "bytes", higher_is_better=False)
+SPEEDUP = Metric("speedup", "x", higher_is_better=True)  # a variant's, from rounds alternated with its baseline
 
 
 @dataclass(frozen=True)
@@ -92,11 +93,28 @@ class Workload:
 
 
 @dataclass(frozen=True)
+class State:
+    """What a variant keeps across calls (a cache), declared so it is measured as promised.
+
+    `probe(inputs)` summarises the kept state (entries in a cache, say) as a comparable value.
+    With `reset`, every timed call starts from the state `reset(inputs)` restores (it runs
+    before each call, outside the timed region); without it, every timed call starts from the
+    state the first call left (a warm cache). The harness reads `probe` before the timed calls
+    it samples: a state that moves between them breaks the promise and is reported.
+    """
+
+    description: str
+    probe: Callable[[Any], Any]
+    reset: Callable[[Any], None] | None = None
+
+
+@dataclass(frozen=True)
 class Variant:
     """One way of doing the subject's work. `run(inputs)` returns the output to compare.
 
     `run` is called many times on the same inputs; it must leave them able to give the
-    same answer next time (a training variant restores its starting weights itself).
+    same answer next time (a training variant restores its starting weights itself). A
+    variant that keeps state across calls on purpose (a cache) declares it as `state`.
 
     `requires` names capabilities (see `proofbench.capability`), such as "cuda"; a variant
     whose requirement is missing is skipped with the reason, never faked.
@@ -106,6 +124,7 @@ class Variant:
     run: Callable[[Any], Any]
     description: str = ""
     requires: tuple[str, ...] = ()
+    state: State | None = None
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -133,9 +152,14 @@ class Equivalence:
 
     def passes(self, value: float) -> bool:
         """True when a comparison result `value` is within tolerance."""
-        if value != value:  # NaN never passes
-            return False
-        return value >= self.tolerance if self.metric.higher_is_better else value <= self.tolerance
+        return within_tolerance(value, self.tolerance, self.metric.higher_is_better)
+
+
+def within_tolerance(value: float, tolerance: float, higher_is_better: bool) -> bool:
+    """True when `value` is on the good side of `tolerance` (NaN never is)."""
+    if value != value:
+        return False
+    return value >= tolerance if higher_is_better else value <= tolerance
 
 
 @dataclass(frozen=True)

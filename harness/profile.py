@@ -33,7 +33,11 @@ MAX_SECONDS = 3600.0  # of warm-up, or of sampling per benchmark parameter set
 class Profile:
     """How a run measures: which sizes, on which device, with how many threads and samples.
 
-    `threads` 0 means every core the machine has.
+    `threads` 0 means every core the machine has. `rounds`, `repeat` and `warmup_time` are asv's
+    for `time_call`. A variant's speedup is measured against the baseline in alternating rounds
+    (`proofbench.measure.interleave`): for at most `pair_budget` seconds (or the subject's own
+    figure in `budgets`), until its 95% interval is within +- `precision`, with at least
+    `min_rounds` rounds of blocks of about `block_seconds`.
     """
 
     name: str
@@ -45,6 +49,11 @@ class Profile:
     repeat: tuple[int, int, float]
     warmup_time: float
     bench: str = ""
+    pair_budget: float = 4.0
+    precision: float = 0.05
+    min_rounds: int = 8
+    block_seconds: float = 0.1
+    budgets: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         where = f"profile {self.name[:60]!r}"
@@ -70,6 +79,18 @@ class Profile:
             re.compile(self.bench)
         except (re.error, TypeError) as exc:
             raise DeclarationError(f"{where}: bench {self.bench!r} is not a regular expression: {exc}") from None
+        _seconds(where, "pair_budget", self.pair_budget, low_open=True)
+        _seconds(where, "block_seconds", self.block_seconds, low_open=True)
+        _whole(where, "min_rounds", self.min_rounds, 3, MAX_ROUNDS)
+        if not (isinstance(self.precision, float) and 0 < self.precision < 1):
+            raise DeclarationError(f"{where}: precision must be a fraction between 0 and 1, e.g. 0.05, "
+                                   f"got {self.precision!r}")
+        for key, seconds in self.budgets:
+            _seconds(where, f"budgets.{key[:60]}", seconds, low_open=True)
+
+    def budget(self, subject: str) -> float:
+        """Seconds of alternating rounds for one variant of `subject` (`area.name`)."""
+        return dict(self.budgets).get(subject, self.pair_budget)
 
     @property
     def torch_threads(self) -> int:
@@ -94,6 +115,8 @@ def _seconds(where: str, key: str, value: object, low_open: bool) -> None:
 
 _FIELDS = {"description": str, "device": str, "threads": int, "sizes": list, "rounds": int,
            "repeat": list, "warmup_time": (int, float), "bench": str}
+_OPTIONAL = {"pair_budget": (int, float), "precision": float, "min_rounds": int, "block_seconds": (int, float),
+             "budgets": dict}
 
 
 def load_profiles(path: Path = PROFILES_FILE) -> dict[str, Profile]:
@@ -105,25 +128,37 @@ def load_profiles(path: Path = PROFILES_FILE) -> dict[str, Profile]:
 def _profile(path: Path, name: str, table: object) -> Profile:
     if not isinstance(table, dict):
         raise InputError(f"{path}: [{name[:60]}] must be a table")
-    for key, kind in _FIELDS.items():
-        if key not in table and key != "bench":
+    for key, kind in {**_FIELDS, **_OPTIONAL}.items():
+        if key not in table and key in _FIELDS and key != "bench":
             raise InputError(f"{path}: [{name[:60]}] is missing key {key!r}")
         if key in table and (not isinstance(table[key], kind) or isinstance(table[key], bool)):
             raise InputError(f"{path}: [{name[:60]}].{key} has the wrong type ({type(table[key]).__name__}): "
                              f"{repr(table[key])[:60]}")
-    unknown = sorted(set(table) - set(_FIELDS))
+    unknown = sorted(set(table) - set(_FIELDS) - set(_OPTIONAL))
     if unknown:
-        raise InputError(f"{path}: [{name[:60]}] has unknown key(s) {', '.join(unknown)}; expected {', '.join(_FIELDS)}")
+        raise InputError(f"{path}: [{name[:60]}] has unknown key(s) {', '.join(unknown)}; "
+                         f"expected {', '.join([*_FIELDS, *_OPTIONAL])}")
     repeat = table["repeat"]
     if len(repeat) != 3:
         raise InputError(f"{path}: [{name[:60]}].repeat must be [min, max, seconds]")
+    optional = {key: float(table[key]) if kind != int and key != "budgets" else table[key]
+                for key, kind in _OPTIONAL.items() if key in table}
+    optional["budgets"] = _budgets(path, name, table.get("budgets", {}))
     try:
         return Profile(name=name, description=table["description"], device=table["device"],
                        threads=table["threads"], sizes=tuple(table["sizes"]), rounds=table["rounds"],
                        repeat=(repeat[0], repeat[1], repeat[2]), warmup_time=table["warmup_time"],
-                       bench=table.get("bench", ""))
+                       bench=table.get("bench", ""), **optional)
     except DeclarationError as exc:
         raise InputError(f"{path}: {exc}") from None
+
+
+def _budgets(path: Path, name: str, table: dict) -> tuple[tuple[str, float], ...]:
+    # [<profile>.budgets]: "area.name" = seconds of alternating rounds per variant of that subject
+    for key, seconds in table.items():
+        if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
+            raise InputError(f"{path}: [{name[:60]}.budgets].{key[:60]} must be a number of seconds")
+    return tuple(sorted((key, float(seconds)) for key, seconds in table.items()))
 
 
 def profiles(extra: Path | None = None) -> dict[str, Profile]:

@@ -10,7 +10,11 @@ When two things were measured in alternating rounds (baseline and variant back t
 the commit before a step and the commit after it), `round_ratio` is the statistic: each round
 gives one log ratio, the round is the unit, and the interval is Student's t over rounds, so
 whatever varies between rounds (load that comes and goes, drift) widens it instead of being
-mistaken for a difference.
+mistaken for a difference. Rounds that came from several processes carry the process as a
+group: the interval then also holds the variation between processes. `paired` applies it to
+stored rounds (`Round`: each side's block of calls, seconds and other processes' load): rounds
+whose two sides saw unequal load are left out, and the outcome is faster, slower, no
+significant difference, or inconclusive with the reason (`Why`).
 """
 from __future__ import annotations
 
@@ -60,7 +64,7 @@ class Difference(StrEnum):
     FASTER = "faster"
     SLOWER = "slower"
     NONE = "no significant difference"
-    TOO_FEW = "too few samples"
+    INCONCLUSIVE = "inconclusive"
 
 
 @dataclass(frozen=True)
@@ -84,9 +88,10 @@ class Speedup:
 
     @property
     def difference(self) -> "Difference":
-        """What the samples say: faster, slower, no significant difference, or too few to tell."""
+        """What the samples say: faster, slower, no significant difference, or inconclusive
+        (too few samples to tell)."""
         if not self.enough_samples:
-            return Difference.TOO_FEW
+            return Difference.INCONCLUSIVE
         if not self.significant:
             return Difference.NONE
         return Difference.FASTER if self.estimate > 1 else Difference.SLOWER
@@ -144,7 +149,8 @@ class Reduction:
 
 @dataclass(frozen=True)
 class RoundRatio:
-    """A ratio estimated from paired rounds: `estimate` = geometric mean of the rounds' ratios.
+    """A ratio estimated from paired rounds: `estimate` = geometric mean of the rounds' ratios
+    (trimmed, where `round_ratio` was asked to trim).
 
     `low`/`high` bound it at the requested confidence (Student's t on the log ratios, the
     round as the unit); `p_value` tests "no difference" (ratio 1). NaN where undefined.
@@ -165,27 +171,240 @@ class RoundRatio:
 
 
 MIN_ROUNDS = 3  # a t interval needs two degrees of freedom to mean anything
+TRIM_FROM = 8  # rounds: below, trimming widens a clean interval more than it narrows a dirty one
+PAIRED_TRIM = 0.2  # share of rounds trimmed at each end by `paired` (measured: 95% coverage kept on
+# clean rounds at +10% width; with 10% of rounds hit by a burst, 2-3x narrower than the plain mean)
 
 
-def round_ratio(numerators: Sequence[float], denominators: Sequence[float], confidence: float = 0.95) -> RoundRatio:
+def round_ratio(numerators: Sequence[float], denominators: Sequence[float], confidence: float = 0.95,
+                groups: Sequence[int] | None = None, trim: float = 0.0) -> RoundRatio:
     """numerator / denominator from rounds in which both were measured back to back.
 
     `numerators[i]` and `denominators[i]` are round i's summary (e.g. median time) of each side;
-    rounds where either is missing, zero or not finite are left out.
+    rounds where either is missing, zero or not finite are left out. `groups[i]` names the
+    process that measured round i; with rounds from more than one process, see `_grouped` (two
+    processes give too few degrees of freedom: coverage falls to about 88%). `trim` > 0 makes
+    the estimate the trimmed mean of the rounds' log ratios with the Tukey-McLaughlin interval
+    (Winsorized variance), from `TRIM_FROM` rounds on, for one process: a round hit by a
+    preemption or a burst on one side then moves neither the estimate nor the width much.
     """
-    pairs = [(a, b) for a, b in zip(numerators, denominators)
-             if a is not None and b is not None and a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)]
-    n = len(pairs)
+    groups = [0] * len(numerators) if groups is None else list(groups)
+    rows = [(a, b, g) for a, b, g in zip(numerators, denominators, groups)
+            if a is not None and b is not None and a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)]
+    n = len(rows)
     if n < MIN_ROUNDS:
         nan = math.nan
         return RoundRatio(nan, nan, nan, nan, n)
-    logs = np.log([a for a, _ in pairs]) - np.log([b for _, b in pairs])
-    mean = float(np.mean(logs))
-    sd = float(np.std(logs, ddof=1))
-    if sd == 0.0:
+    logs = np.log([a for a, _, _ in rows]) - np.log([b for _, b, _ in rows])
+    labels = np.asarray([g for _, _, g in rows])
+    if len(set(labels.tolist())) > 1:
+        mean, se, df = _grouped(logs, labels)
+    else:
+        mean, se, df = _trimmed(logs, trim) if trim and n >= TRIM_FROM else _plain(logs)
+    if se == 0.0:
         value = math.exp(mean)
         return RoundRatio(value, value, value, 0.0 if mean else 1.0, n)
-    se = sd / math.sqrt(n)
-    t = float(_stats.t.ppf(0.5 + confidence / 2, n - 1))
-    p_value = float(2 * _stats.t.sf(abs(mean) / se, n - 1))
+    t = float(_stats.t.ppf(0.5 + confidence / 2, df))
+    p_value = float(2 * _stats.t.sf(abs(mean) / se, df))
     return RoundRatio(math.exp(mean), math.exp(mean - t * se), math.exp(mean + t * se), p_value, n)
+
+
+def _plain(logs: np.ndarray) -> tuple[float, float, float]:
+    # the mean log ratio, its standard error and degrees of freedom: rounds as independent units
+    return float(np.mean(logs)), float(np.std(logs, ddof=1)) / math.sqrt(len(logs)), len(logs) - 1
+
+
+def _trimmed(logs: np.ndarray, trim: float) -> tuple[float, float, float]:
+    # Tukey-McLaughlin: the trimmed mean, its standard error from the Winsorized variance, and
+    # h - 1 degrees of freedom for the h rounds kept (Wilcox, Introduction to Robust Estimation).
+    n = len(logs)
+    k = int(math.floor(trim * n))
+    x = np.sort(logs)
+    h = n - 2 * k
+    winsorized = np.clip(x, x[k], x[n - 1 - k])
+    se = float(np.std(winsorized, ddof=1)) * math.sqrt(n - 1) / math.sqrt(h * (h - 1))
+    return float(np.mean(x[k:n - k])), se, h - 1
+
+
+def _grouped(logs: np.ndarray, labels: np.ndarray) -> tuple[float, float, float]:
+    # Rounds of one process share whatever that process drew (its memory layout, its core), so
+    # they are not independent units. The estimate is the mean of the processes' means. Its
+    # variance is the spread of those means over their count (k - 1 degrees of freedom) where
+    # that spread exceeds what the spread within processes explains; else (no sign of a
+    # between-process part) the within-process spread, with its n - k degrees of freedom.
+    means, sizes, within = [], [], []
+    for g in dict.fromkeys(labels.tolist()):
+        x = logs[labels == g]
+        means.append(float(np.mean(x)))
+        sizes.append(len(x))
+        within.extend((x - np.mean(x)).tolist())
+    k, n = len(means), len(logs)
+    between = float(np.var(means, ddof=1)) / k
+    if n <= k:
+        return float(np.mean(means)), math.sqrt(between), k - 1
+    within_part = float(np.sum(np.square(within))) / (n - k) * float(np.mean([1.0 / m for m in sizes])) / k
+    if between > within_part:
+        return float(np.mean(means)), math.sqrt(between), k - 1
+    return float(np.mean(means)), math.sqrt(within_part), n - k
+
+
+# -- paired rounds as measured and stored ---------------------------------------------
+
+UNEQUAL_LOAD = 0.5  # cores: a round whose two blocks saw other processes' load differ by more is left out
+# A load is read from /proc/stat's clock ticks (10 ms each): over a block of d seconds two ticks'
+# error is 0.02 / d cores, which the comparison allows for (1 core for a 20 ms block).
+TICK_ERROR = 0.02
+MOST_ROUNDS_LEFT_OUT = 0.5  # more than this share of rounds left out: the two sides did not see like conditions
+
+
+@dataclass(frozen=True)
+class Block:
+    """One side's block of calls in a round: how many, their total seconds, and the CPU other
+    processes used meanwhile, in cores (None where it could not be read)."""
+
+    calls: int
+    seconds: float
+    load: float | None = None
+
+    @property
+    def per_call(self) -> float:
+        return self.seconds / self.calls if self.calls > 0 else math.nan
+
+
+@dataclass(frozen=True)
+class Round:
+    """One round of a paired measurement: side a's block, side b's, which ran first, and the
+    process that measured it (rounds may come from several)."""
+
+    a: Block
+    b: Block
+    a_first: bool = True
+    process: int = 0
+
+    def comparable(self, heavy: float | None = None) -> bool:
+        """Both sides saw like conditions: their loads differ by at most `UNEQUAL_LOAD` cores and,
+        given `heavy`, neither exceeds it (a load that takes cores the measured code needs), each
+        within the reading's error over the shorter block (`TICK_ERROR`)."""
+        la, lb = self.a.load, self.b.load
+        if la is None or lb is None:
+            return True
+        shortest = min(self.a.seconds, self.b.seconds)
+        slack = TICK_ERROR / shortest if shortest > 0 else math.inf
+        return abs(la - lb) <= UNEQUAL_LOAD + slack and (heavy is None or max(la, lb) <= heavy + slack)
+
+    def to_dict(self) -> dict:
+        """The compact form the sidecar and the database keep."""
+        return {"a": [self.a.calls, self.a.seconds, self.a.load], "b": [self.b.calls, self.b.seconds, self.b.load],
+                "first": "a" if self.a_first else "b", "process": self.process}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Round":
+        """The inverse of `to_dict`; ValueError on a malformed entry."""
+        try:
+            a, b = (Block(int(x[0]), float(x[1]), None if x[2] is None else float(x[2])) for x in (data["a"], data["b"]))
+            return cls(a, b, data.get("first", "a") == "a", int(data.get("process", 0)))
+        except (KeyError, IndexError, TypeError) as exc:
+            raise ValueError(f"malformed round {data!r}: {exc}") from None
+
+
+class Why(StrEnum):
+    """Why a paired outcome is what it is; `proofbench.reports.formatting` puts it in words."""
+
+    INTERVAL = "the interval decides"
+    TOO_FEW_ROUNDS = "too few rounds"
+    TOO_NOISY = "interval wider than the precision asked for"
+    UNEQUAL_LOAD = "the two sides did not see like load"
+    NOT_PAIRED = "baseline and variant measured in separate processes"
+
+
+@dataclass(frozen=True)
+class Paired:
+    """a / b from stored rounds, with what was left out and the outcome.
+
+    `ratio` is `round_ratio` over the kept rounds (grouped by process; trimmed by `PAIRED_TRIM`
+    within one process), or over all rounds where
+    too few were kept (a figure to show, with an inconclusive outcome); `rounds` counts all,
+    `kept` those whose sides saw like load; `load_a`/`load_b` are the mean loads of all rounds.
+    """
+
+    ratio: RoundRatio
+    rounds: int
+    kept: int
+    load_a: float | None
+    load_b: float | None
+    difference: Difference
+    why: Why
+
+    @property
+    def estimate(self) -> float:
+        return self.ratio.estimate
+
+    @property
+    def low(self) -> float:
+        return self.ratio.low
+
+    @property
+    def high(self) -> float:
+        return self.ratio.high
+
+    @property
+    def p_value(self) -> float:
+        return self.ratio.p_value
+
+    @property
+    def significant(self) -> bool:
+        """A decided difference: faster or slower."""
+        return self.difference in (Difference.FASTER, Difference.SLOWER)
+
+    @property
+    def left_out(self) -> int:
+        return self.rounds - self.kept
+
+
+def unpaired(s: Speedup) -> Paired:
+    """A speedup from samples of separate processes (results stored before rounds were): its
+    figure is shown, but it decides nothing (between-process variation is not in its interval)."""
+    return Paired(RoundRatio(s.estimate, s.low, s.high, s.p_value, 0), 0, 0, None, None,
+                  Difference.INCONCLUSIVE, Why.NOT_PAIRED)
+
+
+def _ratio(rounds: Sequence[Round], confidence: float) -> RoundRatio:
+    return round_ratio([r.a.per_call for r in rounds], [r.b.per_call for r in rounds], confidence,
+                       groups=[r.process for r in rounds], trim=PAIRED_TRIM)
+
+
+def _mean_load(blocks: list[Block]) -> float | None:
+    loads = [x.load for x in blocks if x.load is not None]
+    return float(np.mean(loads)) if loads else None
+
+
+def paired(rounds: Sequence[Round], precision: float = 0.05, min_rounds: int = MIN_ROUNDS,
+           heavy: float | None = None, confidence: float = 0.95) -> Paired:
+    """a / b (for time per call: b's speedup over a) from paired rounds, and its outcome.
+
+    Inconclusive, with the reason, where fewer than `min_rounds` rounds are kept, where most
+    rounds were left out for unequal load, or where the interval is wider than +- `precision`;
+    otherwise the interval decides: above 1 faster, below 1 slower, else no significant difference.
+    """
+    kept = [r for r in rounds if r.comparable(heavy)]
+    ratio = _ratio(kept, confidence)
+    if ratio.rounds < MIN_ROUNDS:
+        ratio = _ratio(rounds, confidence)  # the figure of all rounds is still shown; it decides nothing
+    load_a, load_b = _mean_load([r.a for r in rounds]), _mean_load([r.b for r in rounds])
+    difference, why = _outcome(ratio, len(rounds), len(kept), precision, min_rounds)
+    return Paired(ratio, len(rounds), len(kept), load_a, load_b, difference, why)
+
+
+def _outcome(ratio: RoundRatio, rounds: int, kept: int, precision: float,
+             min_rounds: int) -> tuple[Difference, Why]:
+    if rounds and (rounds - kept) / rounds > MOST_ROUNDS_LEFT_OUT:
+        return Difference.INCONCLUSIVE, Why.UNEQUAL_LOAD
+    if kept < max(min_rounds, MIN_ROUNDS) or not math.isfinite(ratio.estimate):
+        return Difference.INCONCLUSIVE, Why.TOO_FEW_ROUNDS
+    if ratio.half_width > precision:
+        return Difference.INCONCLUSIVE, Why.TOO_NOISY
+    if ratio.low > 1.0:
+        return Difference.FASTER, Why.INTERVAL
+    if ratio.high < 1.0:
+        return Difference.SLOWER, Why.INTERVAL
+    return Difference.NONE, Why.INTERVAL

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from proofbench.reports import formatting as fmt
 
-JSON_FORMAT = 2  # version of the JSON document; bumped when its shape changes (2: plain asv benchmarks)
+JSON_FORMAT = 2  # version of the JSON document; bumped when its shape changes (2: plain asv benchmarks,
+# speedups from paired rounds)
 
 
 def _number(x: float | None) -> float | None:
@@ -19,12 +20,22 @@ def _number(x: float | None) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 
-def _speedup(s) -> dict | None:
+def _ratio(s) -> dict | None:
+    # the throughput ratio between machines: samples of separate processes (stats.Speedup)
     if s is None:
         return None
     return {"estimate": _number(s.estimate), "low": _number(s.low), "high": _number(s.high),
             "p_value": _number(s.p_value), "n_reference": s.n_baseline, "n_compared": s.n_variant,
             "significant": s.significant, "word": str(s.difference)}
+
+
+def _speedup(s) -> dict | None:
+    # a variant over its baseline on one machine: paired rounds (stats.Paired)
+    if s is None:
+        return None
+    return {"estimate": _number(s.estimate), "low": _number(s.low), "high": _number(s.high),
+            "p_value": _number(s.p_value), "rounds": s.rounds, "rounds_kept": s.kept,
+            "significant": s.significant, "word": str(s.difference), "reason": str(s.why)}
 
 
 def _variant(v) -> dict | None:
@@ -49,7 +60,7 @@ def as_json(comparison) -> dict:
         "same_commit": comparison.same_commit,
         "subjects": [{"subject": s.subject, "area": s.area, "item": s.item, "size": s.size,
                       "variants": [{"variant": v.variant, "a": _variant(v.a), "b": _variant(v.b),
-                                    "throughput_ratio": _speedup(v.ratio), "note": v.note} for v in s.variants]}
+                                    "throughput_ratio": _ratio(v.ratio), "note": v.note} for v in s.variants]}
                      for s in comparison.subjects],
         "benchmarks_commit": comparison.plain_commit or None,
         "benchmarks": [{"benchmark": p.benchmark, "params": p.params, "unit": p.unit, "a": _number(p.a),

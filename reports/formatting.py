@@ -160,27 +160,75 @@ def promise(claim) -> str:
     return f"{lo} less {claim.metric.replace('_', ' ')}"
 
 
+def _half_width(estimate: float | None, low: float | None, high: float | None) -> str:
+    if _missing(estimate) or _missing(low) or _missing(high) or not estimate or not low:
+        return ""
+    return f"±{max(estimate / low, high / estimate) - 1:.1%}"
+
+
+def undecided(why: str, estimate: float | None = None, low: float | None = None, high: float | None = None,
+              rounds: tuple[int, int] | None = None) -> str:
+    """Why a paired speedup decides nothing (`proofbench.stats.Why`), in a few words."""
+    from proofbench.stats import Why
+
+    kept, total = rounds if rounds else (None, None)
+    words = {
+        Why.TOO_NOISY: lambda: f"too noisy here ({_half_width(estimate, low, high)} after {total} rounds)",
+        Why.TOO_FEW_ROUNDS: lambda: f"too few rounds ({kept} kept of {total})",
+        Why.UNEQUAL_LOAD: lambda: f"baseline and variant saw unlike load ({total - kept} of {total} rounds left out)",
+        Why.NOT_PAIRED: lambda: "baseline and variant measured in separate processes, not in alternating rounds",
+    }
+    return words[why]() if why in words else str(why)
+
+
+def speedup_words(s) -> str:
+    """A paired speedup's outcome as the reports say it: 'faster', 'no significant difference',
+    'inconclusive: too noisy here (±7.1% after 12 rounds)', with the rounds left out for load."""
+    from proofbench.stats import Difference
+
+    if s is None:
+        return ""
+    if s.difference == Difference.INCONCLUSIVE:
+        return f"inconclusive: {undecided(s.why, s.estimate, s.low, s.high, (s.kept, s.rounds))}"
+    dropped = f"; {s.left_out} of {s.rounds} rounds left out for load" if s.left_out else ""
+    return f"{s.difference} ({s.kept} rounds{dropped})"
+
+
 def verdict_reason(verdict) -> str:
     """Why a verdict is what it is, in one short line."""
     from proofbench.analysis.verdict import Why
 
     v = verdict
-    p = f"p={v.p_value:.2g}" if not _missing(v.p_value) else ""
+    rounds = f"{v.rounds[0]} rounds" if v.rounds else ""
     words = {
         Why.RUN_STATUS: lambda: v.detail,
         Why.VARIANT_NOT_MEASURED: lambda: f"variant {v.detail!r} was not measured",
         Why.OUTSIDE_TOLERANCE: lambda: f"{v.detail} {amount(v.value, '')} outside tolerance {v.tolerance}",
+        Why.NOT_DETERMINISTIC: lambda: f"the baseline's own answers differ beyond {v.detail} tolerance {v.tolerance}",
+        Why.STATE_MOVED: lambda: "its declared kept state moved between timed calls",
         Why.GPU_CLAIM: lambda: "the claim is about GPUs and this machine has none; the CPU figure is shown",
-        Why.TOO_FEW_SAMPLES: lambda: f"too few samples ({v.samples[0]} and {v.samples[1]})",
-        Why.SIGNIFICANT: lambda: p,
-        Why.SHORT_OF_PROMISE: lambda: f"faster ({p}) but below the promised {v.promised:g}x",
-        Why.NOT_BETTER: lambda: f"{v.detail} ({p})",
+        Why.UNDECIDED: lambda: undecided(v.detail, v.value, v.low, v.high, v.rounds),
+        Why.SIGNIFICANT: lambda: rounds,
+        Why.SHORT_OF_PROMISE: lambda: f"faster ({rounds}) but below the promised {v.promised:g}x",
+        Why.NOT_BETTER: lambda: f"{v.detail} ({rounds})",
         Why.RATE_REACHED: lambda: f"{v.detail}s/s",
         Why.RATE_SHORT: lambda: f"baseline {rate(v.baseline)} {v.detail}s/s" if not _missing(v.baseline) else "",
         Why.NO_FIGURE: lambda: f"no {v.detail} figure for both variants",
         Why.REDUCTION: lambda: f"{v.detail}: {amount(v.baseline, '')} -> {amount(v.measured, '')}",
     }
-    return words[v.why]() if v.why in words else str(v.why)
+    said = words[v.why]() if v.why in words else str(v.why)
+    return "; ".join(x for x in (said, isa_words(v.isa)) if x)
+
+
+def isa_words(note) -> str:
+    """What the CPU offers a bf16 or int8 variant: 'bf16 without avx512_bf16/amx_bf16 is emulated
+    on this CPU (torch: AVX2)', or 'bf16 runs on avx512_bf16 here (torch: AVX512)'."""
+    if note is None:
+        return ""
+    torch = f" (torch: {note.capability})" if note.capability else ""
+    if note.emulated:
+        return f"{note.dtype} without {'/'.join(note.native)} is emulated on this CPU{torch}"
+    return f"{note.dtype} runs on {', '.join(note.present)} here{torch}"
 
 
 def source(name: str) -> str:
@@ -215,4 +263,5 @@ def anchor(text: str, prefix: str) -> str:
 FILTERS = {"seconds": seconds, "joules": joules, "si": si, "byte_size": byte_size, "rate": rate, "factor": factor, "interval": interval,
            "percent": percent, "signed_percent": signed_percent, "amount": amount, "when": when, "day": day,
            "short": short, "anchor": anchor, "verdict_figure": verdict_figure, "verdict_reason": verdict_reason,
-           "promise": promise, "source": source, "css_class": css_class}
+           "promise": promise, "source": source, "css_class": css_class, "speedup_words": speedup_words,
+           "isa_words": isa_words}

@@ -118,6 +118,9 @@ def _text(value: Any) -> str:
 _ROWS = (
     ("CPU", ("cpu_model",), lambda p: _text(p.get("cpu_model"))),
     ("architecture", ("arch",), lambda p: _text(p.get("arch"))),
+    ("instruction sets for ML", ("isa",), lambda p: ", ".join(p["isa"]) if p.get("isa") else
+     ("none of those captured" if "isa" in p else "—")),
+    ("torch CPU capability", ("torch_cpu_capability",), lambda p: _text(p.get("torch_cpu_capability"))),
     ("cores (physical / logical)", ("physical_cores", "logical_cores"),
      lambda p: f"{_text(p.get('physical_cores'))} / {_text(p.get('logical_cores'))}"),
     ("CPU frequency (min / max / now)", ("cpu_freq_min_mhz", "cpu_freq_max_mhz", "cpu_freq_current_mhz"), _mhz),

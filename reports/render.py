@@ -64,7 +64,7 @@ def environment() -> Environment:
     return env
 
 
-def _claims(session: Session) -> tuple[list[Claim], list[tuple[str, str]]]:
+def stored_claims(session: Session) -> tuple[list[Claim], list[tuple[str, str]]]:
     """The stored claims, and (id, why) of each that no claims file could hold (a NaN figure
     written by other means): those are listed, not judged, so one cannot take the report down."""
     claims, unreadable = [], []
@@ -153,7 +153,7 @@ class _Read:
 def read(session: Session) -> _Read:
     """Every database read of a render, in one session (change points start first, so that
     on the fly they are found in worker processes while the rest is read)."""
-    claims, unreadable = _claims(session)
+    claims, unreadable = stored_claims(session)
     history = queries.history(session)
     found = machines(session)
     check, steps = _change_points(session, history, {m.id for m in found})

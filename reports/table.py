@@ -1,37 +1,147 @@
-"""The terminal table after a run: subject, variant, time, items/s, speedup, claim and verdict."""
+"""The run table: subject, variant, time, items/s, speedup, its outcome, claim and verdict, for the
+newest results of each machine; as a terminal table, Markdown, or the documented JSON.
+
+The JSON ("proofbench-table", version `FORMAT_VERSION`) is for scripts:
+
+    {"format": "proofbench-table", "version": 1,
+     "records": [{"subject", "size", "variant", "machine", "commit", "status", "reason",
+                  "time_s", "items_per_second",
+                  "speedup": {"estimate", "low", "high"} | null,
+                  "verdict": "faster" | "slower" | "no significant difference" | "inconclusive" | null,
+                  "verdict_reason": "too noisy here (...)" | "" ,
+                  "rounds": int | null, "rounds_kept": int | null,
+                  "isa": "bf16 without ... is emulated on this CPU" | "",
+                  "claim": {"id", "promised", "verdict", "reason"} | null}, ...]}
+
+One record per subject, size, variant and machine; the baseline's `speedup` and `verdict` are null
+(it is the reference). Numbers are null where undefined, never NaN.
+"""
 from __future__ import annotations
 
+import math
 import sys
+from dataclasses import dataclass
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from proofbench.analysis.comparison import SubjectFigures, VariantFigures
+from proofbench.analysis.verdict import Verdict
 from proofbench.claim import Claim
 from proofbench.reports import formatting as fmt
 
+FORMAT = "proofbench-table"
+FORMAT_VERSION = 1
+_COLUMNS = ("subject", "size", "variant", "time", "items/s", "speedup [95% CI]", "outcome", "claim", "verdict")
 
-def print_latest(engine: Engine, machine_name: str, claims: tuple[Claim, ...]) -> None:
-    """Print the newest figures of `machine_name` with the claims' verdicts (text from data is not markup)."""
-    from rich.console import Console
-    from rich.table import Table
 
-    from proofbench.reports.render import machine_views
+@dataclass(frozen=True)
+class Line:
+    """One variant of one subject at one size on one machine, with its claim's verdict."""
 
+    machine: str
+    commit: str
+    subject: SubjectFigures
+    variant: VariantFigures
+    claim: Claim | None
+    verdict: Verdict | None
+
+
+def lines(engine: Engine, claims: tuple[Claim, ...] | None = None, machine: str | None = None) -> list[Line]:
+    """The newest figures of every machine (or of `machine`), judged against `claims` (default:
+    the claims stored in the database)."""
+    from proofbench.reports.render import machine_views, stored_claims
+
+    out = []
     with Session(engine) as session:
-        views = [v for v in machine_views(session, list(claims)) if v.machine.name == machine_name][-1:]
-    table = Table(title=fmt.cell(f"proofbench — {machine_name}"), highlight=False)
-    for column in ("subject", "size", "variant", "time", "items/s", "speedup [95% CI]", "claim", "verdict"):
-        table.add_column(column)
-    for view in views:
+        claims = list(claims) if claims is not None else stored_claims(session)[0]
+        views = {v.machine.name: v for v in machine_views(session, claims)}  # the newest profile of a name
+    for view in views.values() if machine is None else [views[machine]] if machine in views else []:
         for s in view.subjects:
             for v in s.variants:
                 claim = next((c for c in claims if c.subject == s.subject and c.variant == v.variant), None)
-                verdict = view.verdicts.get(claim.id) if claim else None
-                table.add_row(*(fmt.cell(cell) for cell in (
-                    s.subject, s.size, v.variant, fmt.seconds(v.time.median) if v.time else v.status,
-                    fmt.rate(v.items_per_second),
-                    f"{fmt.factor(v.speedup.estimate)} {fmt.interval(v.speedup.low, v.speedup.high)}"
-                    if v.speedup else ("" if v.status == "ok" else v.reason[:60]),
-                    f"{fmt.promise(claim)} ({fmt.source(claim.source)})" if claim else "",
-                    verdict.label if verdict else "")))
-    Console(width=None if sys.stdout.isatty() else 160).print(table)
+                out.append(Line(view.machine.name, s.commit, s, v, claim,
+                                view.verdicts.get(claim.id) if claim else None))
+    return out
+
+
+def _number(x: float | None) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+def _outcome(v) -> tuple[str | None, str]:
+    # the speedup's word and, for "inconclusive", why
+    if v.speedup is None or v.variant == "baseline":
+        return None, ""
+    word = str(v.speedup.difference)
+    s = v.speedup
+    return word, fmt.undecided(s.why, s.estimate, s.low, s.high, (s.kept, s.rounds)) if word == "inconclusive" else ""
+
+
+def record(line: Line) -> dict:
+    """One JSON record (see the module docstring)."""
+    v, s = line.variant, line.variant.speedup
+    word, why = _outcome(v)
+    paired = s is not None and v.variant != "baseline"
+    return {
+        "subject": line.subject.subject, "size": line.subject.size, "variant": v.variant, "machine": line.machine,
+        "commit": line.commit, "status": v.status, "reason": v.reason,
+        "time_s": _number(v.time.median) if v.time else None, "items_per_second": _number(v.items_per_second),
+        "speedup": {"estimate": _number(s.estimate), "low": _number(s.low), "high": _number(s.high)} if paired else None,
+        "verdict": word, "verdict_reason": why,
+        "rounds": s.rounds if paired else None, "rounds_kept": s.kept if paired else None,
+        "isa": fmt.isa_words(v.isa),
+        "claim": None if line.claim is None else {
+            "id": line.claim.id, "promised": fmt.promise(line.claim),
+            "verdict": line.verdict.label if line.verdict else None,
+            "reason": fmt.verdict_reason(line.verdict) if line.verdict else ""},
+    }
+
+
+def as_json(found: list[Line]) -> dict:
+    """The documented JSON document."""
+    return {"format": FORMAT, "version": FORMAT_VERSION, "records": [record(line) for line in found]}
+
+
+def _cells(line: Line) -> tuple[str, ...]:
+    v, claim = line.variant, line.claim
+    word, why = _outcome(v)
+    speed = f"{fmt.factor(v.speedup.estimate)} {fmt.interval(v.speedup.low, v.speedup.high)}" \
+        if v.speedup and v.variant != "baseline" else ""
+    outcome = ": ".join(x for x in (word, why) if x) if v.status == "ok" else v.reason[:100]
+    return (line.subject.subject, line.subject.size, v.variant, fmt.seconds(v.time.median) if v.time else v.status,
+            fmt.rate(v.items_per_second), speed, "; ".join(x for x in (outcome, fmt.isa_words(v.isa)) if x),
+            f"{fmt.promise(claim)} ({fmt.source(claim.source)})" if claim else "",
+            line.verdict.label if line.verdict else "")
+
+
+def markdown(found: list[Line]) -> str:
+    """One Markdown table per machine."""
+    out = []
+    for machine in dict.fromkeys(line.machine for line in found):
+        out += [f"### {machine}", "", "| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
+        out += ["| " + " | ".join(c.replace("|", "\\|") for c in _cells(line)) + " |"
+                for line in found if line.machine == machine]
+        out.append("")
+    return "\n".join(out)
+
+
+def print_text(found: list[Line]) -> None:
+    """One terminal table per machine (text from data is never read as markup)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=None if sys.stdout.isatty() else 220)
+    for machine in dict.fromkeys(line.machine for line in found):
+        table = Table(title=fmt.cell(f"proofbench — {machine}"), highlight=False)
+        for column in _COLUMNS:
+            table.add_column(column)
+        for line in found:
+            if line.machine == machine:
+                table.add_row(*(fmt.cell(cell) for cell in _cells(line)))
+        console.print(table)
+
+
+def print_latest(engine: Engine, machine_name: str, claims: tuple[Claim, ...]) -> None:
+    """The table after a run: the newest figures of `machine_name` with the claims' verdicts."""
+    print_text(lines(engine, claims, machine_name))

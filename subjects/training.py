@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import psutil
 import torch
 
-from proofbench import Context, Equivalence, Measure, Metric, Size, Subject, Variant, Workload, register
+from proofbench import Context, Equivalence, Measure, Metric, Size, State, Subject, Variant, Workload, register
 from proofbench.errors import DeclarationError
 from proofbench.subjects.workloads.attention import CachedMask, CausalLM, FreshMask
 from proofbench.subjects.workloads.compiled_model import COMPILE_SECONDS, compile_warm
@@ -291,7 +291,9 @@ register(Subject(
     description="N training-mode forward passes of a GPT-style model: causal mask built every forward vs cached",
     prepare=_prepare_mask,
     variants=(Variant("baseline", _mask_every_forward, "torch.triu mask built in every forward pass"),
-              Variant("cached", _mask_cached, "one mask per (length, device, dtype), reused")),
+              Variant("cached", _mask_cached, "one mask per (length, device, dtype), reused",
+                      state=State("the masks built so far, kept across calls: every timed call starts warm",
+                                  probe=lambda work: len(work.cache)))),
     equivalence=Equivalence(MAX_ABS_DIFF, 0.0, _logits_diff,
                             "identical logits: the cached mask holds the same values"),
     sizes=(Size.of("tiny", hidden=64, layers=2, heads=2, seq=64, batch=4, forwards=2),

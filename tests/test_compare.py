@@ -147,8 +147,8 @@ def test_throughput_ratio_says_why_it_is_missing():
 def test_json_has_no_nan_where_an_interval_is_undefined():
     ratio, _ = throughput_ratio(_figures("baseline", (1.0,)), _figures("baseline", (2.0,)))
     assert ratio.estimate == pytest.approx(2.0) and math.isnan(ratio.low)
-    encoded = shown_compare._speedup(ratio)
-    assert encoded["low"] is None and encoded["high"] is None and encoded["word"] == "too few samples"
+    encoded = shown_compare._ratio(ratio)
+    assert encoded["low"] is None and encoded["high"] is None and encoded["word"] == "inconclusive"
     json.dumps(encoded, allow_nan=False)  # raises on NaN
 
 

@@ -88,6 +88,20 @@ def test_the_real_registry_loads_and_every_subject_has_a_benchmark():
     assert generate(registry, REPO / "benchmarks", check=True) == [], "benchmarks/ is stale: run `proofbench generate`"
 
 
+def test_bench_accepts_subject_names_as_well_as_asv_regexes():
+    import re
+
+    from proofbench.pipeline.generate import bench_pattern
+
+    registry = catalogue_registry()
+    for text in ("lmdb_read", "loading.lmdb_read"):
+        pattern = bench_pattern(registry, text)
+        assert re.search(pattern, "loading.LmdbRead.time_call") and not re.search(pattern, "loading.FastaToLmdb.x")
+    both = bench_pattern(registry, "compile")  # a name two areas use: both subjects
+    assert re.search(both, "training.Compile.track_speedup") and re.search(both, "inference.Compile.time_call")
+    assert bench_pattern(registry, r"^loading\.") == r"^loading\."  # anything else is asv's regex as is
+
+
 def test_profiles_declare_threads_and_sizes():
     quick = get_profile("quick")
     assert quick.threads == 1 and quick.sizes == ("small",) and quick.device == "cpu"

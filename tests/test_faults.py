@@ -69,20 +69,20 @@ def _by_key(db_path: Path) -> dict[tuple[str, str], dict]:
 def test_each_fault_is_stored_as_failed_with_its_reason(faulty_run):
     project, _ = faulty_run
     stored = _by_key(project.db_path)
-    for method in ("time_call", "track_quality"):
+    for method in ("time_call", "track_speedup"):
         for variant, reason in FAULTS.items():
             row = stored[(f"FaultyVariants.{method}", variant)]
             assert (row["status"], row["reason"]) == ("failed", reason), (method, variant)
             assert row["value"] is None and row["samples"] is None
     # Every benchmark that needs the workload fails with the input's error; those with
     # nothing to measure for a variant (items beside the baseline, the baseline's own
-    # quality) never prepare it and stay skipped.
+    # speedup) never prepare it and stay skipped.
     needs_workload = [("time_call", "baseline"), ("time_call", "optimized"),
-                      ("track_items", "baseline"), ("track_quality", "optimized")]
+                      ("track_items", "baseline"), ("track_speedup", "optimized")]
     for method, variant in needs_workload:
         row = stored[(f"FaultyInput.{method}", variant)]
         assert row["status"] == "failed" and row["reason"].startswith(BAD_FASTA), (method, variant)
-    for method, variant in (("track_items", "optimized"), ("track_quality", "baseline")):
+    for method, variant in (("track_items", "optimized"), ("track_speedup", "baseline")):
         assert stored[(f"FaultyInput.{method}", variant)]["status"] == "skipped"
 
 
@@ -151,7 +151,7 @@ def test_ctrl_c_and_sigterm_during_a_run_keep_the_database_and_the_next_run_goes
     assert again.returncode == 0, again.stderr
     assert "ingested 1 file(s), 6 result(s)" in again.stderr
     sound = [r for r in rows(mine.db_path) if "FaultySound" in r["benchmark"]]
-    assert len(sound) == 6 and {r["status"] for r in sound} == {"ok", "skipped"}  # skipped: the baseline's quality
+    assert len(sound) == 6 and {r["status"] for r in sound} == {"ok", "skipped"}  # skipped: the baseline's speedup
 
 
 # -- faults during ingest ----------------------------------------------------------------
@@ -397,7 +397,7 @@ def test_two_kills_are_not_both_blamed_on_one_oom_kill():
     from proofbench.pipeline.asv_log import from_asv_log
 
     log = _log("asv: benchmark failed (exit status -9)") + _log("asv: benchmark failed (exit status -9)",
-                                                                name="loading.FaultyVariants.track_quality")
+                                                                name="loading.FaultyVariants.track_speedup")
     assert {r.reason for r in from_asv_log(log, "c" * 40, oom_kills=1)} == {"killed by signal 9 (SIGKILL)"}
 
 

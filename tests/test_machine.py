@@ -17,8 +17,17 @@ from asv.graph import Graph
 from asv.machine import Machine, MachineCollection
 from nvml_fake import FakeNvml
 
+from proofbench.analysis.isa import isa_note
 from proofbench.errors import DeclarationError, InputError
-from proofbench.machine.capture import MachineProfile, capture, fingerprint, to_asv_machine_json, write_asv_machine_file
+from proofbench.machine.capture import (
+    MachineProfile,
+    capture,
+    default_name,
+    fingerprint,
+    isa_flags,
+    to_asv_machine_json,
+    write_asv_machine_file,
+)
 from proofbench.machine.nvml import GpuProfile, NvmlSampler, decode_reasons, gpu_profiles
 
 H100 = GpuProfile(
@@ -34,8 +43,9 @@ def test_capture_reads_this_machine():
     import torch
 
     profile = capture()
-    assert profile.name == profile.hostname == platform.uname().node
+    assert profile.hostname == platform.uname().node and profile.name.startswith(profile.hostname + "-")
     assert profile.cpu_model and profile.arch == platform.machine()
+    assert profile.torch_cpu_capability == torch.backends.cpu.get_cpu_capability()
     assert profile.logical_cores >= 1 and profile.ram_total_bytes > 0
     assert profile.python_version == platform.python_version()
     assert (profile.torch_version, profile.cuda_version) == (torch.__version__, torch.version.cuda)
@@ -129,6 +139,7 @@ def test_fingerprint_is_stable_and_ignores_volatile_readings():
     {"gpus": ()},
     {"torch_version": "2.12.0"},
     {"ram_total_bytes": 2 * 85520809984},
+    {"isa": ("avx2", "fma", "avx512f")},  # the same CPU model, with bf16 and VNNI hidden by a hypervisor
 ])
 def test_fingerprint_changes_with_the_hardware_or_stack(change):
     profile = capture(nvml=FakeNvml())
@@ -143,12 +154,66 @@ def test_to_dict_round_trips_through_json():
 
 def test_from_dict_refuses_other_formats_and_fields():
     data = capture(nvml=FakeNvml(count=0)).to_dict()
-    with pytest.raises(InputError, match="'format' is 7; expected 1"):
+    with pytest.raises(InputError, match="'format' is 7; expected 2"):
         MachineProfile.from_dict({**data, "format": 7})
     with pytest.raises(InputError, match="gpu_count"):
         MachineProfile.from_dict({**data, "gpu_count": 0})
     with pytest.raises(DeclarationError, match="name"):
         MachineProfile.from_dict({**data, "name": "a/b"})
+
+
+def test_a_version_1_profile_reads_with_no_instruction_sets():
+    data = capture(nvml=FakeNvml(count=0)).to_dict()
+    old = {k: v for k, v in data.items() if k not in ("isa", "torch_cpu_capability")}
+    restored = MachineProfile.from_dict({**old, "format": 1})
+    assert restored.isa == () and restored.torch_cpu_capability is None
+
+
+# --- instruction sets and names ---------------------------------------------------------
+
+@pytest.mark.parametrize("fixture, expected", [
+    # An Azure VM (GitHub Actions): Ice Lake, but the hypervisor exposes no bf16, VNNI or AMX.
+    ("intel_xeon_8370c_vm.txt", ("avx2", "fma", "avx512f")),
+    # An AMD EPYC (Zen 5) KVM guest: bf16 and VNNI, no AMX.
+    ("amd_epyc_kvm.txt", ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni")),
+    # An NVIDIA Grace (Neoverse V2): SVE2 with bf16 and int8 matrix multiply.
+    ("arm_neoverse_v2.txt", ("asimddp", "bf16", "i8mm", "sve", "sve2", "svebf16", "svei8mm")),
+])
+def test_isa_flags_from_captured_cpuinfo(fixture, expected):
+    from conftest import REPO
+
+    assert isa_flags((REPO / "tests" / "fixtures" / "cpuinfo" / fixture).read_text()) == expected
+
+
+def test_isa_flags_of_an_unreadable_cpuinfo_are_none():
+    assert isa_flags("") == () and isa_flags("processor\t: 0\nmodel name\t: x\n") == ()
+
+
+def test_two_hosts_called_vm_get_different_names(tmp_path):
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.write_text("3f1c0a9e5b7d4e2f8a6b1c0d9e8f7a6b\n")
+    second.write_text("9a8b7c6d5e4f30211203f4e5d6c7b8a9\n")
+    names = {default_name("vm", first), default_name("vm", second)}
+    assert len(names) == 2 and all(n.startswith("vm-") for n in names)
+    assert default_name("vm", first) == default_name("vm", first)  # stable
+    missing = tmp_path / "none"
+    assert default_name("vm", missing, "EPYC|2|24") != default_name("vm", missing, "Xeon|2|24")
+
+
+@pytest.mark.parametrize("requires, profile, expected", [
+    (("bf16",), {"arch": "x86_64", "isa": ["avx2", "fma", "avx512f"], "gpus": [], "torch_cpu_capability": "AVX512"},
+     ("bf16", (), True)),
+    (("bf16",), {"arch": "x86_64", "isa": ["avx512f", "avx512_bf16"], "gpus": []}, ("bf16", ("avx512_bf16",), False)),
+    (("int8_cpu",), {"arch": "aarch64", "isa": ["asimddp", "i8mm"], "gpus": []}, ("int8", ("i8mm", "asimddp"), False)),
+])
+def test_a_dtype_variant_is_told_what_the_cpu_offers_it(requires, profile, expected):
+    note = isa_note(requires, profile)
+    assert (note.dtype, note.present, note.emulated) == expected
+
+
+def test_no_note_without_a_dtype_or_without_captured_instruction_sets():
+    assert isa_note((), {"isa": ["avx2"]}) is None
+    assert isa_note(("bf16",), {"arch": "x86_64"}) is None  # a profile from before the capture
 
 
 # --- telemetry ----------------------------------------------------------------------

@@ -116,3 +116,51 @@ def test_report_escapes_hostile_names(sqlite_url, tmp_path):
     html = render(engine, tmp_path / "site").read_text()
     assert hostile not in html
     assert "&lt;script&gt;" in html
+
+
+def test_paired_rounds_reach_the_database_and_give_the_speedup(smoke_run, sqlite_url):
+    from proofbench.analysis.comparison import figures
+
+    layout, outcome = smoke_run
+    engine = connect(sqlite_url)
+    ingest(engine, list(outcome.results), _sources(layout, list(outcome.results)))
+    with Session(engine) as session:
+        paired = session.execute(select(Result, Benchmark).join(Benchmark).where(Benchmark.metric == "speedup")).all()
+        rows = {(b.subject, r.params["variant"]): r for r, b in paired}
+        baseline = rows[("loading.fasta_to_lmdb", "baseline")]
+        assert baseline.rounds is None and baseline.status == "skipped"  # the reference
+        document = rows[("loading.fasta_to_lmdb", "optimized")].rounds
+        assert document["version"] == 1 and len(document["rounds"]) >= 3
+        assert all(len(r["a"]) == 3 and r["first"] in ("a", "b") for r in document["rounds"])
+        assert document["checks"]["variant"] and document["checks"]["baseline"]  # answers of timed calls
+        shown = {(f.subject, v.variant): v for f in figures(session, session.scalars(select(Machine)).one())
+                 for v in f.variants}
+    optimized = shown[("loading.fasta_to_lmdb", "optimized")]
+    # No figure is asserted (a speed in a test would be a timed test): what was measured reaches the
+    # figures whole, with the answers of the timed calls checked.
+    assert optimized.speedup.rounds == len(document["rounds"]) and optimized.speedup.estimate > 0
+    assert optimized.equivalent is True and optimized.deterministic is True, (optimized, document)
+    assert str(optimized.speedup.difference) in ("faster", "slower", "no significant difference", "inconclusive")
+
+
+def test_table_prints_one_record_per_subject_size_variant_and_machine(smoke_run, sqlite_url, capsys):
+    from proofbench import cli
+
+    layout, outcome = smoke_run
+    engine = connect(sqlite_url)
+    sync_claims(engine, load_claims(REPO / "subjects" / "claims.toml"))
+    ingest(engine, list(outcome.results), _sources(layout, list(outcome.results)))
+    assert cli.main(["table", "--format", "json", "--db", sqlite_url]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["format"], doc["version"]) == ("proofbench-table", 1)
+    keys = {(r["subject"], r["size"], r["variant"], r["machine"]) for r in doc["records"]}
+    assert len(keys) == len(doc["records"]) == 4
+    for r in doc["records"]:
+        if r["variant"] == "baseline":
+            assert r["speedup"] is None and r["verdict"] is None
+        else:
+            assert set(r["speedup"]) == {"estimate", "low", "high"}
+            assert r["verdict"] in ("faster", "slower", "no significant difference", "inconclusive")
+            assert (r["verdict_reason"] != "") == (r["verdict"] == "inconclusive")
+    assert cli.main(["table", "--format", "markdown", "--db", sqlite_url]) == 0
+    assert "| loading.lmdb_read | tiny | optimized |" in capsys.readouterr().out

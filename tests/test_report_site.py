@@ -89,7 +89,7 @@ def _benchmarks(session: Session) -> dict[tuple[str, str], Benchmark]:
                    "equivalence": {"metric": "max_abs_diff", "tolerance": 1e-3, "higher_is_better": False,
                                    "description": "same output"}, "rates": []}
         metrics = [("time_call", "time", "seconds", False), ("track_items", "items", "sequences", True),
-                   ("track_quality", "max_abs_diff", "", False)]
+                   ("track_quality", "max_abs_diff", "", False), ("track_speedup", "speedup", "x", True)]
         metrics += [("track_peak_memory", "peak_memory", "bytes", False)] if memory else []
         for method, metric, unit, better in metrics:
             out[(subject, metric)] = Benchmark(name=f"{area}.S{len(out)}.{method}", version="1", subject=subject,
@@ -128,6 +128,22 @@ def _series(session, benches, machine, commits, env, rng) -> None:
                                 None if variant == "baseline" else 1e-6,
                                 status="skipped" if variant == "baseline" else "ok",
                                 equivalent=None if variant == "baseline" else True))
+            if variant != "baseline":  # the newest commit's speedup, measured in alternating rounds
+                slower = 1.4 if subject == "loading.lmdb_read" else 1
+                rounds = _rounds(base, speed / slower, rng)
+                session.add(_result(benches[(subject, "speedup")], machine, commits[-1], env, variant,
+                                    speed / slower, rounds=rounds, equivalent=True))
+
+
+def _rounds(base: float, speed: float, rng) -> dict:
+    # ten rounds of one call per side, 1% noise: a paired document as measure.pairing writes it
+    rows = [{"a": [1, base * float(np.exp(rng.normal(0, 0.01))), 0.0],
+             "b": [1, base / speed * float(np.exp(rng.normal(0, 0.01))), 0.0], "first": "ab"[i % 2], "process": 0}
+            for i in range(10)]
+    return {"version": 1, "plan": {"budget": 4.0, "precision": 0.05, "min_rounds": 5, "block": 0.1,
+                                   "max_rounds": 400, "heavy": 2.0},
+            "rounds": rows, "checks": {"baseline": [[0, 0.0], [9, 0.0]], "variant": [[-1, 1e-6], [9, 1e-6]],
+                                       "states": []}, "seconds": 1.0}
 
 
 def _calibration_document() -> dict:
@@ -311,7 +327,9 @@ def test_history_is_one_series_per_machine_benchmark_and_parameters(db_url):
     make_db(db_url)
     with Session(connect(db_url)) as session:
         history = queries.history(session)
-    assert len(history.series) == 2 * 2 * (3 * 3 + 1)  # machines x variants x (time, items, quality + memory)
+    # machines x variants x (time, items, quality per subject + memory), and the optimized variant's
+    # paired speedup per machine and subject
+    assert len(history.series) == 2 * 2 * (3 * 3 + 1) + 2 * 3
     assert len(history.plain) == 2 * (2 * 4 + 1)  # machines x (versions x combinations + the track benchmark)
     assert {s.params for s in history.plain} == {("10", "quick"), ("10", "<b>merge</b>"), ("1000", "quick"),
                                                  ("1000", "<b>merge</b>"), ()}

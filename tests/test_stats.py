@@ -5,7 +5,19 @@ import math
 import numpy as np
 import pytest
 
-from proofbench.stats import MIN_ROUNDS, MIN_SAMPLES, Reduction, round_ratio, speedup, spread
+from proofbench.stats import (
+    MIN_ROUNDS,
+    MIN_SAMPLES,
+    Block,
+    Difference,
+    Reduction,
+    Round,
+    Why,
+    paired,
+    round_ratio,
+    speedup,
+    spread,
+)
 
 
 def _brute_force_interval(b, v):
@@ -49,7 +61,7 @@ def test_identical_distributions_are_not_significant():
 
 def test_too_few_samples_is_said_not_guessed():
     s = speedup([2.0] * (MIN_SAMPLES - 1), [1.0] * 10)
-    assert not s.enough_samples and s.difference == "too few samples"
+    assert not s.enough_samples and s.difference == "inconclusive"
 
 
 def test_no_samples_gives_nan():
@@ -80,18 +92,21 @@ def test_round_ratio_is_the_geometric_mean_of_round_ratios_with_a_t_interval():
     assert r.rounds == 5 and r.p_value < 0.001
 
 
+def _coverage(seed: int, truth: float, interval) -> float:
+    # the share of 2000 draws whose interval (`interval(rng)` -> an object with low, high) covers `truth`
+    rng = np.random.default_rng(seed)
+    hits = [(r.low <= truth <= r.high) for r in (interval(rng) for _ in range(2000))]
+    return sum(hits) / len(hits)
+
+
 def test_round_ratio_covers_the_true_ratio_about_95_percent_of_the_time():
     # Rounds share a between-round effect (load that comes and goes) that hits both sides alike,
     # plus independent noise: the interval must cover the true ratio (1.5) at its nominal rate.
-    rng = np.random.default_rng(7)
-    covered = 0
-    for _ in range(2000):
+    def draw(rng):
         shared = rng.normal(0, 0.2, 8)
-        base = 1.5 * np.exp(shared + rng.normal(0, 0.03, 8))
-        variant = np.exp(shared + rng.normal(0, 0.03, 8))
-        r = round_ratio(base, variant)
-        covered += r.low <= 1.5 <= r.high
-    assert 0.93 <= covered / 2000 <= 0.97
+        return round_ratio(1.5 * np.exp(shared + rng.normal(0, 0.03, 8)), np.exp(shared + rng.normal(0, 0.03, 8)))
+
+    assert 0.93 <= _coverage(7, 1.5, draw) <= 0.97
 
 
 def test_round_ratio_needs_rounds_and_leaves_out_missing_ones():
@@ -99,3 +114,105 @@ def test_round_ratio_needs_rounds_and_leaves_out_missing_ones():
     assert r.rounds == 2 < MIN_ROUNDS and math.isnan(r.estimate) and r.half_width == math.inf
     same = round_ratio([2.0] * 4, [1.0] * 4)
     assert (same.estimate, same.low, same.high, same.half_width) == (2.0, 2.0, 2.0, 0.0)
+
+
+def test_rounds_from_several_processes_cover_under_a_between_process_effect():
+    # Each process draws its own effect on the ratio (its memory layout, its core), shared by all
+    # its rounds: pooling the rounds as independent units would cover far too rarely. Grouped by
+    # process, the interval covers the true ratio (2.0) at about its nominal rate.
+    rng = np.random.default_rng(11)
+    covered = naive = 0
+    for _ in range(2000):
+        process = np.repeat(rng.normal(0, 0.05, 5), 8)
+        logs = np.log(2.0) + process + rng.normal(0, 0.02, 40)
+        groups = np.repeat(np.arange(5), 8)
+        r = round_ratio(np.exp(logs), np.ones(40), groups=groups)
+        pooled = round_ratio(np.exp(logs), np.ones(40))
+        covered += r.low <= 2.0 <= r.high
+        naive += pooled.low <= 2.0 <= pooled.high
+    assert 0.93 <= covered / 2000 <= 0.975
+    assert naive / 2000 < 0.85
+
+
+def test_rounds_of_one_process_are_the_plain_t_interval():
+    logs = [0.69, 0.71, 0.70, 0.72, 0.68]
+    assert round_ratio(np.exp(logs), [1.0] * 5, groups=[3] * 5) == round_ratio(np.exp(logs), [1.0] * 5)
+
+
+def _rounds(times_a, times_b, loads=None):
+    loads = loads or [(0.0, 0.0)] * len(times_a)
+    return [Round(Block(1, a, la), Block(1, b, lb), a_first=i % 2 == 0)
+            for i, (a, b, (la, lb)) in enumerate(zip(times_a, times_b, loads))]
+
+
+def test_paired_rounds_cover_a_known_ratio_with_a_between_round_variance():
+    # Load that comes and goes slows both blocks of a round alike (sd 0.25 in log time between
+    # rounds), each block has its own noise (sd 0.02): the ratio's 95% interval over rounds
+    # covers the true speedup (1.6) at about its nominal rate.
+    def draw(rng):
+        shared = rng.normal(0, 0.25, 12)
+        base, variant = 1.6 * np.exp(shared + rng.normal(0, 0.02, 12)), np.exp(shared + rng.normal(0, 0.02, 12))
+        return paired(_rounds(base, variant), precision=1.0)
+
+    assert 0.93 <= _coverage(3, 1.6, draw) <= 0.97
+
+
+@pytest.mark.parametrize("ratio, noise, word, why", [
+    (1.5, 0.01, Difference.FASTER, Why.INTERVAL),
+    (0.7, 0.01, Difference.SLOWER, Why.INTERVAL),
+    (1.0, 0.01, Difference.NONE, Why.INTERVAL),
+    (1.5, 0.20, Difference.INCONCLUSIVE, Why.TOO_NOISY),
+])
+def test_paired_outcome_is_one_of_four_words_with_its_reason(ratio, noise, word, why):
+    rng = np.random.default_rng(5)
+    base = ratio * np.exp(rng.normal(0, noise, 10))
+    s = paired(_rounds(base, np.ones(10)), precision=0.05)
+    assert (s.difference, s.why) == (word, why)
+    assert str(s.difference) in ("faster", "slower", "no significant difference", "inconclusive")
+
+
+def test_too_few_rounds_decide_nothing():
+    s = paired(_rounds([2.0, 2.1, 1.9, 2.0], [1.0] * 4), min_rounds=6)
+    assert (s.difference, s.why) == (Difference.INCONCLUSIVE, Why.TOO_FEW_ROUNDS)
+    assert s.estimate == pytest.approx(2.0, rel=0.05)  # the figure is still given
+
+
+def test_rounds_under_unlike_load_are_left_out_and_most_of_them_withhold_the_verdict():
+    even = [(0.0, 0.1)] * 8
+    burst = [(0.0, 0.1)] * 6 + [(0.0, 1.0), (1.2, 0.0)]  # two rounds where one side alone was hit
+    s = paired(_rounds([2.0] * 6 + [2.0, 3.0], [1.0] * 6 + [1.6, 1.0], burst), precision=0.05)
+    assert (s.rounds, s.kept, s.left_out) == (8, 6, 2) and s.estimate == pytest.approx(2.0)
+    assert s.difference == Difference.FASTER
+    hit = [(0.0, 1.0)] * 5 + [(0.0, 0.0)] * 3  # the variant's blocks alone loaded, most rounds
+    s = paired(_rounds([2.0] * 8, [1.3] * 5 + [1.0] * 3, hit), precision=0.05)
+    assert (s.difference, s.why) == (Difference.INCONCLUSIVE, Why.UNEQUAL_LOAD)
+    assert paired(_rounds([2.0] * 8, [1.0] * 8, even), heavy=0.05).why == Why.UNEQUAL_LOAD  # all heavy
+
+
+def test_rounds_keep_their_shape_through_the_stored_form():
+    r = Round(Block(3, 0.3, 0.25), Block(7, 0.35, None), a_first=False, process=2)
+    assert Round.from_dict(r.to_dict()) == r
+    with pytest.raises(ValueError, match="malformed round"):
+        Round.from_dict({"a": [1, 0.1]})
+
+
+def test_trimmed_rounds_cover_clean_rounds_and_shrug_off_bursts():
+    # Clean rounds: the trimmed interval still covers at its nominal rate. One round in ten hit
+    # on one side by a burst (+-20-60%): the plain interval balloons, the trimmed one does not.
+    rng = np.random.default_rng(21)
+    covered, plain_width, trimmed_width = 0, [], []
+    for _ in range(2000):
+        clean = np.log(1.5) + rng.normal(0, 0.03, 12)
+        r = round_ratio(np.exp(clean), np.ones(12), trim=0.2)
+        covered += r.low <= 1.5 <= r.high
+        hit = clean.copy()
+        hit[rng.integers(12)] += rng.choice([-1, 1]) * rng.uniform(0.2, 0.6)
+        plain_width.append(round_ratio(np.exp(hit), np.ones(12)).half_width)
+        trimmed_width.append(round_ratio(np.exp(hit), np.ones(12), trim=0.2).half_width)
+    assert 0.93 <= covered / 2000 <= 0.97
+    assert np.median(trimmed_width) < 0.5 * np.median(plain_width)
+
+
+def test_few_rounds_are_not_trimmed():
+    logs = [0.40, 0.42, 0.38, 0.41, 0.39]
+    assert round_ratio(np.exp(logs), [1.0] * 5, trim=0.2) == round_ratio(np.exp(logs), [1.0] * 5)

@@ -1,19 +1,26 @@
 """Comparisons: each variant of a subject against its baseline, derived from stored samples.
 
 This is what the terminal table, the report and `proofbench compare` show. Nothing here is
-stored: every figure is derived from the raw samples and values in the database.
+stored: every figure is derived from the raw samples and values in the database. A variant's
+speedup comes from the rounds in which it alternated with its baseline (the `track_speedup`
+row's `rounds` document, see `proofbench.measure.pairing`): `proofbench.stats.paired` over them,
+and the checks of the answers the timed calls returned. Results stored before speedups were
+measured in rounds show the separate processes' figure, which decides nothing.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from proofbench.analysis.isa import IsaNote, isa_note
 from proofbench.db.commits import latest
 from proofbench.db.models import Benchmark, Commit, Machine, Result
-from proofbench.stats import Reduction, Speedup, Spread, speedup, spread
+from proofbench.declare import within_tolerance
+from proofbench.measure.pairing import worst
+from proofbench.stats import Paired, Reduction, Round, Spread, paired, speedup, spread, unpaired
 
 
 @dataclass(frozen=True)
@@ -26,7 +33,7 @@ class VariantFigures:
     time: Spread | None
     samples: tuple[float, ...]
     items: float | None
-    speedup: Speedup | None
+    speedup: Paired | None
     peak_memory: float | None
     quality: float | None
     equivalent: bool | None
@@ -34,6 +41,9 @@ class VariantFigures:
     other_load_cores: float | None = None
     busy: bool | None = None
     threads: int | None = None
+    deterministic: bool | None = None  # False: the baseline disagreed with itself in the rounds
+    state_kept: bool | None = None  # False: a declared kept state moved between timed calls
+    isa: IsaNote | None = None  # a bf16 or int8 variant: the CPU features its speed depends on
 
     @property
     def items_per_second(self) -> float | None:
@@ -108,22 +118,25 @@ def figures(session: Session, machine: Machine, commit_id: int | None = None) ->
         size = result.params.get("size", "")
         grouped.setdefault((bench.subject, size), {}).setdefault(result.params.get("variant", ""), []).append(
             (result, bench))
-    out = [_subject_figures(machine.name, commit.hash, key, by_variant) for key, by_variant in grouped.items()]
+    out = [_subject_figures(machine, commit.hash, key, by_variant) for key, by_variant in grouped.items()]
     return sorted(out, key=lambda f: (f.area, f.subject, f.size))
 
 
-def _subject_figures(machine: str, commit: str, key: tuple[str, str], by_variant: dict) -> SubjectFigures:
+def _subject_figures(machine: Machine, commit: str, key: tuple[str, str], by_variant: dict) -> SubjectFigures:
     subject, size = key
     any_bench = next(iter(by_variant.values()))[0][1]
     details = any_bench.details or {}
     order = list(details.get("variants", {})) or sorted(by_variant)
-    variants = [_variant_figures(name, by_variant[name]) for name in order if name in by_variant]
+    declared = details.get("variants", {})
+    variants = [replace(_variant_figures(name, by_variant[name]),
+                        isa=isa_note(declared.get(name, {}).get("requires", ()), machine.profile))
+                for name in order if name in by_variant]
     base = next((v for v in variants if v.variant == "baseline"), None)
     if base is not None:
         # Items per call belong to the workload and are recorded once, with the baseline.
         variants = [_derived(v, base) for v in variants]
     units = {bench.metric: bench.unit for rows in by_variant.values() for _, bench in rows}
-    return SubjectFigures(machine=machine, commit=commit, subject=subject, area=any_bench.area,
+    return SubjectFigures(machine=machine.name, commit=commit, subject=subject, area=any_bench.area,
                           item=any_bench.item, size=size, description=details.get("description", ""),
                           equivalence=details.get("equivalence", {}), variants=tuple(variants),
                           rates=tuple(details.get("rates", ())), units=units)
@@ -133,8 +146,8 @@ def _derived(v: VariantFigures, base: VariantFigures) -> VariantFigures:
     changes: dict = {}
     if v.items is None:
         changes["items"] = base.items
-    if v.variant != "baseline" and v.samples and base.samples:
-        changes["speedup"] = speedup(base.samples, v.samples)
+    if v.variant != "baseline" and v.speedup is None and v.samples and base.samples:
+        changes["speedup"] = unpaired(speedup(base.samples, v.samples))
     return VariantFigures(**{**v.__dict__, **changes}) if changes else v
 
 
@@ -142,16 +155,44 @@ def _variant_figures(name: str, rows: list[tuple[Result, Benchmark]]) -> Variant
     by_metric = {bench.metric: result for result, bench in rows}
     timing = next((r for r, b in rows if b.name.endswith(".time_call")), None)
     quality = next((r for r, b in rows if b.name.endswith(".track_quality")), None)
+    pair = next(((r, b) for r, b in rows if b.name.endswith(".track_speedup") and r.rounds), None)
     status, reason = _status(rows, timing)
     samples = tuple(timing.samples or ()) if timing is not None and timing.status == "ok" else ()
-    measures = {m: _ok(r) for m, r in by_metric.items() if m not in ("time", "items", "peak_memory")
+    measures = {m: _ok(r) for m, r in by_metric.items() if m not in ("time", "items", "peak_memory", "speedup")
                 and r is not quality and _ok(r) is not None}
-    return VariantFigures(
+    figures = VariantFigures(
         variant=name, status=status, reason=reason, time=spread(samples) if samples else None, samples=samples,
         items=_ok(by_metric.get("items")), speedup=None, peak_memory=_ok(by_metric.get("peak_memory")),
         quality=_ok(quality), equivalent=quality.equivalent if quality is not None else None, measures=measures,
         other_load_cores=timing.other_load_cores if timing is not None else None,
         busy=timing.busy if timing is not None else None, threads=timing.threads if timing is not None else None)
+    return _with_rounds(figures, *pair) if pair is not None else figures
+
+
+def _with_rounds(figures: VariantFigures, result: Result, bench: Benchmark) -> VariantFigures:
+    # The speedup and the equivalence of the answers, from the stored rounds and checks.
+    document = result.rounds
+    plan = document.get("plan", {})
+    rounds = [Round.from_dict(r) for r in document.get("rounds", ())]
+    summary = paired(rounds, plan.get("precision", 0.05), plan.get("min_rounds", 3), plan.get("heavy"))
+    spec = (bench.details or {}).get("equivalence", {})
+    checks = document.get("checks", {})
+
+    def passing(key: str) -> tuple[bool | None, list[float]]:
+        values = [float(v) for _, v in checks.get(key, ())]
+        if not values or "tolerance" not in spec:
+            return None, values
+        return all(within_tolerance(v, spec["tolerance"], spec.get("higher_is_better", False)) for v in values), values
+
+    deterministic, _ = passing("baseline")
+    equivalent, values = passing("variant")
+    states = {str(r) for _, r in checks.get("states", ())}
+    return replace(figures, speedup=summary, deterministic=deterministic,
+                   equivalent=None if deterministic is False else equivalent,
+                   quality=worst(values, bool(spec.get("higher_is_better"))) if values else figures.quality,
+                   state_kept=(len(states) <= 1) if checks.get("states") else None,
+                   other_load_cores=summary.load_b if summary.load_b is not None else figures.other_load_cores,
+                   threads=result.threads or figures.threads)
 
 
 def _status(rows: list[tuple[Result, Benchmark]], timing: Result | None) -> tuple[str, str]:

@@ -1,14 +1,17 @@
 """Verdicts: each claim set beside what was measured, in one word and one reason.
 
-reproduced       the measured figure reaches the promised one (and, for speed, the
-                 difference is significant by Mann-Whitney U)
-partly           significantly better than the baseline, but short of the promise
-not reproduced   no better than the baseline, or worse
+reproduced       the measured figure reaches the promised one (and, for speed, the paired
+                 rounds say "faster": the interval lies above 1 and is within the precision)
+partly           faster than the baseline, but short of the promise
+not reproduced   no significant difference from the baseline, or slower
 equivalence failed  the variant changed the answer beyond its stated tolerance
+baseline not deterministic  the baseline's own answers disagreed beyond the tolerance, so
+                 equivalence cannot be judged
 skipped          the variant cannot run here (the reason says why)
-failed           the variant crashed, hung or ran out of memory (the reason says which)
+failed           the variant crashed, hung or ran out of memory, or broke its declared state
 not measurable here  the claim is about hardware this machine lacks, or nothing measures it
-inconclusive     too few samples to decide
+inconclusive     the measurement cannot decide: too few rounds, too noisy, unequal load, or a
+                 speedup from separate processes (the reason is `detail`, a `stats.Why`)
 """
 from __future__ import annotations
 
@@ -17,7 +20,9 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from proofbench.analysis.comparison import SubjectFigures
+from proofbench.analysis.isa import IsaNote
 from proofbench.claim import Claim
+from proofbench.stats import Difference
 
 MIN_REDUCTION = 0.05  # a memory difference under 5% is within run-to-run variation here
 
@@ -29,9 +34,11 @@ class Why(StrEnum):
     VARIANT_NOT_MEASURED = "the variant was not measured"
     RUN_STATUS = "the run's own reason"  # skipped or failed: `detail` holds what the run recorded
     OUTSIDE_TOLERANCE = "the answer moved beyond the tolerance"
+    NOT_DETERMINISTIC = "the baseline's answers disagreed beyond the tolerance"
+    STATE_MOVED = "the declared kept state moved between timed calls"
     GPU_CLAIM = "a GPU claim on a machine without one"
     NO_SAMPLES = "no timing samples"
-    TOO_FEW_SAMPLES = "too few samples"
+    UNDECIDED = "the measurement could not decide"  # `detail` holds the stats.Why
     SIGNIFICANT = "significant"
     SHORT_OF_PROMISE = "significant but short of the promise"
     NOT_BETTER = "no better than the baseline"
@@ -59,12 +66,13 @@ class Verdict:
     low: float | None = None
     high: float | None = None
     p_value: float | None = None
-    samples: tuple[int, int] | None = None
+    rounds: tuple[int, int] | None = None  # (rounds kept, rounds measured) behind a speedup
     baseline: float | None = None
     measured: float | None = None
     promised: float | None = None
     tolerance: float | None = None
     detail: str = ""
+    isa: IsaNote | None = None  # a bf16 or int8 variant: whether this CPU runs its dtype natively
 
 
 def judge(claim: Claim, figures: SubjectFigures | None, has_gpu: bool) -> Verdict:
@@ -76,11 +84,17 @@ def judge(claim: Claim, figures: SubjectFigures | None, has_gpu: bool) -> Verdic
         return Verdict("not measurable here", claim.kind, Why.VARIANT_NOT_MEASURED, detail=claim.variant)
     if variant.status != "ok":
         return Verdict(variant.status, claim.kind, Why.RUN_STATUS, detail=variant.reason)
+    if variant.deterministic is False:
+        return Verdict("baseline not deterministic", claim.kind, Why.NOT_DETERMINISTIC,
+                       tolerance=figures.equivalence.get("tolerance"),
+                       detail=str(figures.equivalence.get("metric", "distance")))
+    if variant.state_kept is False:
+        return Verdict("failed", claim.kind, Why.STATE_MOVED)
     if variant.equivalent is False:
         return Verdict("equivalence failed", claim.kind, Why.OUTSIDE_TOLERANCE, value=variant.quality,
                        tolerance=figures.equivalence.get("tolerance"),
                        detail=str(figures.equivalence.get("metric", "distance")))
-    verdict = _measured(claim, figures)
+    verdict = replace(_measured(claim, figures), isa=variant.isa)
     if claim.device == "gpu" and not has_gpu and verdict.label not in ("skipped", "failed"):
         return replace(verdict, label="not measurable here", why=Why.GPU_CLAIM)
     return verdict
@@ -104,17 +118,17 @@ def _speedup(claim: Claim, figures: SubjectFigures) -> Verdict:
     if s is None or math.isnan(s.estimate):
         return Verdict("inconclusive", claim.kind, Why.NO_SAMPLES)
 
-    def made(label: str, why: Why) -> Verdict:
+    def made(label: str, why: Why, detail: str) -> Verdict:
         return Verdict(label, claim.kind, why, s.estimate, s.low, s.high, p_value=s.p_value,
-                       samples=(s.n_baseline, s.n_variant), promised=claim.low, detail=str(s.difference))
+                       rounds=(s.kept, s.rounds), promised=claim.low, detail=detail)
 
-    if not s.enough_samples:
-        return made("inconclusive", Why.TOO_FEW_SAMPLES)
-    if s.significant and s.estimate >= claim.low:
-        return made("reproduced", Why.SIGNIFICANT)
-    if s.significant and s.estimate > 1:
-        return made("partly", Why.SHORT_OF_PROMISE)
-    return made("not reproduced", Why.NOT_BETTER)
+    if s.difference == Difference.INCONCLUSIVE:
+        return made("inconclusive", Why.UNDECIDED, str(s.why))
+    if s.difference == Difference.FASTER and s.estimate >= claim.low:
+        return made("reproduced", Why.SIGNIFICANT, str(s.difference))
+    if s.difference == Difference.FASTER:
+        return made("partly", Why.SHORT_OF_PROMISE, str(s.difference))
+    return made("not reproduced", Why.NOT_BETTER, str(s.difference))
 
 
 def _throughput(claim: Claim, figures: SubjectFigures) -> Verdict:
@@ -126,7 +140,7 @@ def _throughput(claim: Claim, figures: SubjectFigures) -> Verdict:
     if rate >= claim.low:
         return Verdict("reproduced", claim.kind, Why.RATE_REACHED, rate, baseline=base_rate, promised=claim.low,
                        detail=figures.item)
-    faster = variant.speedup is not None and variant.speedup.significant and variant.speedup.estimate > 1
+    faster = variant.speedup is not None and variant.speedup.difference == Difference.FASTER
     return Verdict("partly" if faster else "not reproduced", claim.kind, Why.RATE_SHORT, rate, baseline=base_rate,
                    promised=claim.low, detail=figures.item)
 

@@ -29,11 +29,12 @@ from proofbench.cli import (
     profile,
     report,
     run,
+    table,
 )
 from proofbench.cli.common import error_line
 from proofbench.errors import ProofbenchError
 
-COMMANDS = (init, run, history, check, gate, alerts, ingest, report, compare, machine, calibrate, profile, generate, db)
+COMMANDS = (init, run, history, check, gate, alerts, ingest, report, table, compare, machine, calibrate, profile, generate, db)
 INTERNAL_ERROR = 3
 DEBUG_VAR = "PROOFBENCH_DEBUG"
 

@@ -16,7 +16,8 @@ def add_parser(sub) -> None:
                             "at a profile's device and thread count; stored once per machine fingerprint")
     parser.add_argument("--profile", default=None, help="run profile whose device and thread count to calibrate "
                         "at (default: $PROOFBENCH_PROFILE or quick)")
-    parser.add_argument("--name", default=None, help="asv's machine name (default: the hostname)")
+    parser.add_argument("--name", default=None, help="asv's machine name (default: the hostname and a short hash "
+                        "of the machine id)")
     parser.add_argument("--again", action="store_true", help="measure again and replace the stored calibration")
     parser.add_argument("--repeats", type=int, default=None, help="timed repeats per size (default 5)")
     parser.add_argument("--sizes", default=None, help="comma-separated matrix sizes (default 256,512,1024)")

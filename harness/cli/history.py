@@ -18,7 +18,8 @@ def add_parser(sub) -> None:
     parser.add_argument("--repo", type=Path, default=None, help="the repository to build at each commit (default: "
                         "asv.conf.json's `repo`)")
     parser.add_argument("--profile", default=None, help="quick (default), full, gpu, smoke or one of the project's")
-    parser.add_argument("--bench", metavar="REGEX", help="only benchmarks whose name matches")
+    parser.add_argument("--bench", metavar="SUBJECT|REGEX", help="only this subject (lmdb_read, loading.lmdb_read), "
+                        "or the benchmarks whose name matches")
     parser.add_argument("--rerun", action="store_true", help="measure commits that already have results again")
     parser.add_argument("--workdir", type=Path, default=None,
                         help="keep asv's environments, results and diagnostics under DIR (default: the project's)")
@@ -31,6 +32,7 @@ def handle(args: argparse.Namespace) -> int:
     from proofbench.machine.capture import capture
     from proofbench.pipeline import history
     from proofbench.pipeline.asv import Layout
+    from proofbench.pipeline.generate import bench_pattern
     from proofbench.profile import get_profile
 
     found = project(args)
@@ -46,7 +48,8 @@ def handle(args: argparse.Namespace) -> int:
                   f"{profile.name}, asv environment {history.ENVIRONMENT}")
     with progress_bar("building environment") as update:
         measured = history.measure(db, layout, catalogue, hashes, profile, capture(), repo=repo, branch=branch,
-                                   bench=args.bench, rerun=args.rerun, on_progress=update)
+                                   bench=bench_pattern(catalogue.registry, args.bench) if args.bench else None,
+                                   rerun=args.rerun, on_progress=update)
     for commit in measured.outcome.failed_builds:
         say(f"{commit[:8]} did not build; its benchmarks are recorded as failed", style="yellow")
     status = show_ingest(measured.ingested)

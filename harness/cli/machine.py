@@ -10,7 +10,8 @@ from proofbench.cli.common import add_db_option, say
 def add_parser(sub) -> None:
     parser = sub.add_parser("machine", help="profile this machine (CPU, RAM, GPUs, torch stack), write asv's "
                             "machine file, print the profile as JSON and store it in the database")
-    parser.add_argument("--name", default=None, help="asv's machine name (default: the hostname)")
+    parser.add_argument("--name", default=None, help="asv's machine name (default: the hostname and a short hash "
+                        "of the machine id)")
     add_db_option(parser)
     parser.set_defaults(handler=handle)
 

@@ -28,7 +28,8 @@ def add_parser(sub) -> None:
                         help="seconds of repeated calls over which energy is read (default 1)")
     parser.add_argument("--cache", type=Path, default=None, help="where subjects build their on-disk fixtures "
                         "(default: the project's work directory, profile-cache/)")
-    parser.add_argument("--name", default=None, help="asv's machine name (default: the hostname)")
+    parser.add_argument("--name", default=None, help="asv's machine name (default: the hostname and a short hash "
+                        "of the machine id)")
     add_db_option(parser)
     parser.set_defaults(handler=handle)
 

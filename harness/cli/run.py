@@ -9,7 +9,8 @@ from proofbench.cli.common import add_db_option, engine, progress_bar, project, 
 def add_parser(sub) -> None:
     parser = sub.add_parser("run", help="measure a profile on the checkout in hand, ingest, report")
     parser.add_argument("--profile", default=None, help="quick (default), full, gpu, smoke or one of the project's")
-    parser.add_argument("--bench", metavar="REGEX", help="only benchmarks whose name matches")
+    parser.add_argument("--bench", metavar="SUBJECT|REGEX", help="only this subject (lmdb_read, loading.lmdb_read), "
+                        "or the benchmarks whose name matches")
     parser.add_argument("--no-report", action="store_true", help="skip rendering the HTML site")
     add_db_option(parser)
     parser.set_defaults(handler=handle)
@@ -20,6 +21,7 @@ def handle(args: argparse.Namespace) -> int:
     from proofbench.machine.capture import capture
     from proofbench.pipeline import runner
     from proofbench.pipeline.asv import Layout
+    from proofbench.pipeline.generate import bench_pattern
     from proofbench.profile import get_profile
     from proofbench.reports import table
 
@@ -33,7 +35,8 @@ def handle(args: argparse.Namespace) -> int:
     say(f"profile {profile.name}: {profile.description} (device {profile.device}, "
                   f"{profile.torch_threads} torch thread(s))")
     with progress_bar("starting asv") as update:
-        measured = runner.measure(db, layout, catalogue, profile, machine, args.bench, on_progress=update)
+        bench = bench_pattern(catalogue.registry, args.bench) if args.bench else None
+        measured = runner.measure(db, layout, catalogue, profile, machine, bench, on_progress=update)
     status = show_ingest(measured.ingested)
     table.print_latest(db, machine.name, catalogue.claims)
     if not args.no_report:

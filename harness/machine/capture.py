@@ -1,10 +1,15 @@
 """This machine's hardware and software profile: what asv calls a machine, enriched.
 
-`capture()` reads it (CPU, cores, frequency and governor, RAM, OS, Python, torch, CUDA,
-cuDNN, GPUs); `to_asv_machine_json()` gives asv's `~/.asv-machine.json` content for it;
+`capture()` reads it (CPU, the instruction-set features that decide ML speed and torch's
+detected CPU capability, cores, frequency and governor, RAM, OS, Python, torch, CUDA, cuDNN,
+GPUs); `to_asv_machine_json()` gives asv's `~/.asv-machine.json` content for it;
 `fingerprint()` hashes the parts that change what a benchmark measures, so that results
 from a changed machine are filed under a new machine entry instead of being mixed in.
-`to_dict()`/`from_dict()` carry a format version; the database stores that JSON.
+`to_dict()`/`from_dict()` carry a format version (version 1, from before the instruction-set
+features were captured, still reads); the database stores that JSON.
+
+A machine's default name is its hostname and a short hash of its /etc/machine-id (else of its
+hardware), so two hosts both called `vm` are two machines, not one that changed.
 """
 from __future__ import annotations
 
@@ -25,10 +30,18 @@ import psutil
 from proofbench.errors import DeclarationError, InputError
 from proofbench.machine.nvml import GpuProfile, gpu_profiles
 
-FORMAT_VERSION = 1
-FINGERPRINT_VERSION = 1
+FORMAT_VERSION = 2
+FINGERPRINT_VERSION = 2
 ASV_MACHINE_VERSION = 1  # asv.machine.MachineCollection.api_version
 _CPUINFO = Path("/proc/cpuinfo")
+_MACHINE_ID = Path("/etc/machine-id")
+# The instruction-set features that decide ML speed on a CPU, as /proc/cpuinfo names them:
+# x86 `flags` (bf16 and fp16 arithmetic, int8 dot products, AMX tiles), ARM `Features`.
+ISA_FLAGS = {
+    "x86": ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "avx512_vnni", "avx_vnni",
+            "amx_tile", "amx_bf16", "amx_int8"),
+    "arm": ("asimddp", "bf16", "i8mm", "sve", "sve2", "svebf16", "svei8mm"),
+}
 _GOVERNOR = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
 _GIB = 2**30
 
@@ -37,7 +50,9 @@ _GIB = 2**30
 class MachineProfile:
     """One machine as benchmarked: hardware, operating system and the torch stack.
 
-    `name` is asv's machine name (the hostname unless overridden). Fields that cannot be
+    `name` is asv's machine name (see `default_name`). `isa` lists which of `ISA_FLAGS` the CPU
+    reports; `torch_cpu_capability` is what torch's dispatcher picked ("AVX512", "AVX2",
+    "SVE256", "DEFAULT"). Fields that cannot be
     read on this machine are None; `gpu_note` says plainly why `gpus` is empty ("NVML not
     available: ...", "no GPU: ..."). Units are in the field names.
     """
@@ -46,6 +61,8 @@ class MachineProfile:
     hostname: str
     cpu_model: str
     arch: str
+    isa: tuple[str, ...]
+    torch_cpu_capability: str | None
     physical_cores: int | None
     logical_cores: int
     cpu_freq_min_mhz: float | None
@@ -80,10 +97,13 @@ class MachineProfile:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "MachineProfile":
-        """The inverse of `to_dict`; InputError names a wrong version or field."""
+        """The inverse of `to_dict`; InputError names a wrong version or field. A version 1
+        profile reads with no instruction-set features and no torch CPU capability."""
+        if data.get("format") == 1:
+            data = {**data, "format": FORMAT_VERSION, "isa": [], "torch_cpu_capability": None}
         if data.get("format") != FORMAT_VERSION:
             raise InputError(
-                f"machine profile: field 'format' is {data.get('format')!r}; expected {FORMAT_VERSION}"
+                f"machine profile: field 'format' is {data.get('format')!r}; expected {FORMAT_VERSION} (or 1)"
             )
         values = {k: v for k, v in data.items() if k != "format"}
         expected = {f.name for f in fields(cls)}
@@ -93,18 +113,44 @@ class MachineProfile:
                 f"expected {sorted(expected)}"
             )
         values["gpus"] = tuple(GpuProfile.from_dict(gpu) for gpu in values["gpus"])
+        values["isa"] = tuple(values["isa"])
         return cls(**values)
 
 
-def _cpu_model() -> str:
-    # the same source and key asv's own machine defaults use
+def isa_flags(cpuinfo: str) -> tuple[str, ...]:
+    """The `ISA_FLAGS` a /proc/cpuinfo text reports (its first processor's `flags` or `Features`)."""
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            present = set(value.split())
+            return tuple(f for family in ISA_FLAGS.values() for f in family if f in present)
+    return ()
+
+
+def _cpuinfo() -> str:
     try:
-        for line in _CPUINFO.read_text(errors="replace").splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name":
-                return value.strip()
+        return _CPUINFO.read_text(errors="replace")
     except OSError:
-        pass  # not Linux, or /proc hidden: fall back to what platform knows
+        return ""  # not Linux, or /proc hidden
+
+
+def default_name(hostname: str, machine_id: Path = _MACHINE_ID, hardware: str = "") -> str:
+    """`<hostname>-<6 hex digits>`: a hash of the OS installation's machine id, or of `hardware`
+    (the CPU, cores and RAM) where there is none, so equal hostnames do not make one machine."""
+    try:
+        identity = machine_id.read_text().strip()
+    except OSError:
+        identity = ""
+    digest = hashlib.sha256((identity or hardware).encode()).hexdigest()[:6]
+    return f"{hostname or 'machine'}-{digest}"
+
+
+def _cpu_model(cpuinfo: str) -> str:
+    # the same source and key asv's own machine defaults use
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name":
+            return value.strip()
     return platform.processor() or platform.machine() or "unknown"
 
 
@@ -137,12 +183,13 @@ def _os_release() -> str | None:
         return None
 
 
-def _torch_stack() -> tuple[str | None, str | None, int | None, int | None]:
+def _torch_stack() -> tuple[str | None, str | None, int | None, int | None, str | None]:
     if importlib.util.find_spec("torch") is None:
-        return None, None, None, None
+        return None, None, None, None, None
     import torch  # imported lazily: profiling a machine must not require torch
 
-    return torch.__version__, torch.version.cuda, torch.backends.cudnn.version(), torch.get_num_threads()
+    capability = getattr(torch.backends.cpu, "get_cpu_capability", lambda: None)()
+    return torch.__version__, torch.version.cuda, torch.backends.cudnn.version(), torch.get_num_threads(), capability
 
 
 MACHINE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")  # asv's results folder and file names
@@ -158,27 +205,33 @@ def check_name(name: str) -> str:
 
 
 def capture(name: str | None = None, *, nvml: Any = None) -> MachineProfile:
-    """Profile this machine now. `name` overrides the hostname as asv's machine name;
+    """Profile this machine now. `name` overrides `default_name` as asv's machine name;
     `nvml` is the `pynvml` module (the default) or a stand-in for tests."""
     hostname = platform.uname().node
-    name = name or hostname
+    cpuinfo = _cpuinfo()
+    freq_min, freq_max, freq_current = _cpu_frequency()
+    torch_version, cuda, cudnn, threads, capability = _torch_stack()
+    gpus, gpu_note = gpu_profiles(nvml)
+    cpu_model = _cpu_model(cpuinfo)
+    cores = psutil.cpu_count(logical=True) or os.cpu_count() or 1
+    ram = psutil.virtual_memory().total
+    name = name or default_name(hostname, hardware=f"{cpu_model}|{cores}|{math.ceil(ram / _GIB)}")
     if len(name) > 200:
         raise InputError(f"machine name {name[:80]!r}...: {len(name)} characters; at most 200")
-    freq_min, freq_max, freq_current = _cpu_frequency()
-    torch_version, cuda, cudnn, threads = _torch_stack()
-    gpus, gpu_note = gpu_profiles(nvml)
     return MachineProfile(
         name=name,
         hostname=hostname,
-        cpu_model=_cpu_model(),
+        cpu_model=cpu_model,
         arch=platform.machine(),
+        isa=isa_flags(cpuinfo),
+        torch_cpu_capability=capability,
         physical_cores=psutil.cpu_count(logical=False),
-        logical_cores=psutil.cpu_count(logical=True) or os.cpu_count() or 1,
+        logical_cores=cores,
         cpu_freq_min_mhz=freq_min,
         cpu_freq_max_mhz=freq_max,
         cpu_freq_current_mhz=freq_current,
         cpu_governor=_governor(),
-        ram_total_bytes=psutil.virtual_memory().total,
+        ram_total_bytes=ram,
         os=platform.system(),
         os_release=_os_release(),
         kernel=platform.release(),
@@ -195,16 +248,19 @@ def capture(name: str | None = None, *, nvml: Any = None) -> MachineProfile:
 def fingerprint_parts(profile: MachineProfile) -> dict[str, Any]:
     """What `fingerprint` hashes: the parts that change what a benchmark measures.
 
-    Left out on purpose: readings that move between runs (current frequency, temperature),
-    the hostname (a renamed host is the same machine), GPU UUIDs (an identical card is the
-    same hardware), and per-run settings (thread count, governor) that results record
-    elsewhere. RAM is in GiB rounded up: MemTotal sits a little under the installed size
+    The instruction-set features are in: a hypervisor that hides avx512_bf16 or AMX from the same
+    CPU model changes what bf16 and int8 variants measure. Left out on purpose: readings that
+    move between runs (current frequency, temperature), the hostname (a renamed host is the
+    same machine), GPU UUIDs (an identical card is the same hardware), and per-run settings
+    (thread count, governor) that results record elsewhere. RAM is in GiB rounded up: MemTotal sits a little under the installed size
     and moves by megabytes between kernels.
     """
     return {
         "fingerprint_version": FINGERPRINT_VERSION,
         "cpu_model": profile.cpu_model,
         "arch": profile.arch,
+        "isa": list(profile.isa),
+        "torch_cpu_capability": profile.torch_cpu_capability,
         "physical_cores": profile.physical_cores,
         "logical_cores": profile.logical_cores,
         "ram_gib": math.ceil(profile.ram_total_bytes / _GIB),

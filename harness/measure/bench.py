@@ -3,9 +3,9 @@
 A generated class (see `proofbench.pipeline.generate`) names its subject; this base class fills in
 asv's parameters and measurement attributes from the subject and the active profile,
 prepares the workload in `setup`, and exposes the measurements as asv benchmarks:
-`time_call` (timed by asv with the synchronising clock), `track_items`,
-`track_quality` (distance from the baseline's output), `track_peak_memory` and one
-`track_<measure>` per declared measure.
+`time_call` (timed by asv with the synchronising clock), `track_items`, `track_speedup`
+(the variant alternated with its baseline in rounds, the answers of the timed calls checked; see
+`proofbench.measure.pairing`), `track_peak_memory` and one `track_<measure>` per declared measure.
 
 $PROOFBENCH_MEMORY_LIMIT (bytes, or with a K, M or G suffix) bounds how much address space
 each benchmark process may add to what it holds when its first setup starts: a runaway
@@ -27,7 +27,8 @@ import psutil
 from proofbench import capability
 from proofbench.declare import Context, Subject, Variant, Workload
 from proofbench.errors import InputError, Skip
-from proofbench.measure import sidecar
+from proofbench.measure import pairing, sidecar
+from proofbench.measure.interleave import alternate
 from proofbench.measure.memory import PeakMemory
 from proofbench.measure.noise import OtherLoad
 from proofbench.measure.timer import sync_clock
@@ -55,7 +56,7 @@ def prepared(subject_key: str) -> Callable[..., None]:
     """`time_call`'s own asv setup: prepare the workload before any timing starts.
 
     Track benchmarks prepare lazily, so those that have nothing to measure for a parameter
-    set (items of a non-baseline variant, quality of the baseline) cost no model build.
+    set (items of a non-baseline variant, the speedup of the baseline) cost no model build.
     A Skip raised by `prepare` here makes asv record the timing as skipped.
     """
     def setup(first: str, *rest: str) -> None:
@@ -64,7 +65,10 @@ def prepared(subject_key: str) -> Callable[..., None]:
         active = _ACTIVE[-1]
         if active.subject_key != subject_key:
             raise RuntimeError(f"setup order: {subject_key} prepared while {active.subject_key} is active")
-        active.ensure_workload()
+        inputs = active.ensure_workload().inputs
+        state = active._variant.state
+        if state is not None and state.reset is not None:
+            state.reset(inputs)  # asv re-runs this setup before every timed call
 
     return setup
 
@@ -230,24 +234,26 @@ class SubjectBenchmark:
         workload = self._lazy()
         return math.nan if workload is None else float(workload.items)
 
-    def quality(self) -> float:
-        """The equivalence metric of this variant's output against the baseline's."""
+    def speedup(self) -> float:
+        """The variant's speedup over the baseline, both measured in alternating rounds in this
+        process (`proofbench.measure.interleave`), with the answers of the timed calls checked.
+
+        The rounds, the checks and the plan go to the sidecar (see `proofbench.measure.pairing`);
+        asv keeps the estimate. NaN for the baseline, the reference.
+        """
         if self._variant.name == "baseline" or self._lazy() is None:
-            return math.nan  # the baseline is the reference, nothing to compare
-        equivalence = self._subject.equivalence
-
-        def compare() -> float:
-            expected = self._subject.variant("baseline").run(self._workload.inputs)
-            got = self._variant.run(self._workload.inputs)
-            return float(equivalence.compare(expected, got))
-
-        value = self._guard("track_quality", compare)
-        passed = equivalence.passes(value)
-        self._note("ok" if passed else "failed",
-                   "" if passed else f"equivalence failed: {equivalence.metric.name}={value:.6g}, "
-                   f"tolerance {equivalence.tolerance:g}",
-                   method="track_quality", equivalent=passed, value=value)
-        return value
+            return math.nan
+        plan = pairing.plan(self._profile, self._subject.key)
+        inputs = self._workload.inputs
+        measured = self._guard("track_speedup", lambda: alternate(
+            pairing.side(self._subject.variant("baseline"), inputs), pairing.side(self._variant, inputs), plan))
+        checked = self._guard("track_speedup", lambda: pairing.check(self._subject, self._variant, measured))
+        verdicts = {"equivalent": checked.equivalent} if checked.equivalent is not None else {}
+        self._note("ok" if checked.passed else "failed", pairing.failure(self._subject, checked),
+                   method="track_speedup", rounds=pairing.document(plan, measured, checked),
+                   threads=self._profile.torch_threads, profile=self._profile.name, device=self._profile.device,
+                   **verdicts)
+        return pairing.asv_value(measured, plan)
 
     def peak_memory(self) -> float:
         """Peak bytes of one call above the post-setup level."""

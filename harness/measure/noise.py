@@ -6,6 +6,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 # Other processes using more than this many cores on average makes a result suspect.
 BUSY_CORES = 0.5
 
@@ -16,11 +18,19 @@ def _machine_busy_ticks() -> int:
     return user + nice + system + irq + softirq + steal
 
 
-def _own_ticks() -> int:
-    # utime + stime of this process and its waited-for children (fields 14-17 of stat).
-    stat = Path("/proc/self/stat").read_text()
-    fields = stat[stat.rindex(")") + 2:].split()
-    return sum(int(x) for x in fields[11:15])
+def _own_seconds() -> float:
+    # CPU seconds of this process, its reaped children and its live ones (data-loading workers,
+    # a forkserver's helpers): work the benchmark itself started is not "other" load.
+    me = psutil.Process()
+    times = me.cpu_times()
+    total = times.user + times.system + times.children_user + times.children_system
+    for child in me.children(recursive=True):
+        try:
+            t = child.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            continue  # gone meanwhile: its time moved to the parent's children fields, or is lost
+    return total
 
 
 @dataclass
@@ -31,8 +41,8 @@ class OtherLoad:
 
     def __enter__(self) -> "OtherLoad":
         try:
-            self._start = (time.monotonic(), _machine_busy_ticks(), _own_ticks())
-        except (OSError, ValueError):
+            self._start = (time.monotonic(), _machine_busy_ticks(), _own_seconds())
+        except (OSError, ValueError, psutil.Error):
             self._start = None
         return self
 
@@ -44,9 +54,8 @@ class OtherLoad:
         elapsed = time.monotonic() - t0
         if elapsed <= 0:
             return
-        hz = os.sysconf("SC_CLK_TCK")
-        other = (_machine_busy_ticks() - busy0) - (_own_ticks() - own0)
-        self.cores = max(0.0, other / hz / elapsed)
+        other = (_machine_busy_ticks() - busy0) / os.sysconf("SC_CLK_TCK") - (_own_seconds() - own0)
+        self.cores = max(0.0, other / elapsed)
 
     @property
     def busy(self) -> bool:

@@ -117,8 +117,6 @@ def environment(layout: Layout, profile: Profile, commit: str = "") -> dict[str,
         PROFILE_VAR: profile.name,
         PROFILES_VAR: str(layout.project.profiles or ""),
         "HOME": str(layout.home),
-        # glibc keeps freed memory unless large blocks are mmapped: makes RSS peaks repeatable.
-        "MALLOC_MMAP_THRESHOLD_": "65536",
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
         "TOKENIZERS_PARALLELISM": "false",

@@ -10,10 +10,11 @@ of the suite that proofbench did not generate is never overwritten.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from proofbench.declare import PEAK_MEMORY, TIME, Metric, Subject
+from proofbench.declare import PEAK_MEMORY, SPEEDUP, TIME, Metric, Subject
 from proofbench.errors import InputError
 from proofbench.pipeline import labels
 from proofbench.registry import Registry
@@ -47,10 +48,11 @@ class {cls}(SubjectBenchmark):
 
     track_items.unit = "{item}s"
 
-    def track_quality(self, {args}):
-        return self.quality()
+    def track_speedup(self, {args}):
+        return self.speedup()
 
-    track_quality.unit = "{quality_unit}"
+    track_speedup.unit = "x"
+    track_speedup.rounds = 1  # its rounds are its own, in one process
 '''
 
 _CACHE = '''
@@ -78,6 +80,15 @@ def class_name(subject: Subject) -> str:
     return "".join(part.capitalize() for part in subject.name.split("_"))
 
 
+def bench_pattern(registry: Registry, text: str) -> str:
+    """asv's --bench regex for `text`: a subject's key (`loading.lmdb_read`) or name (`lmdb_read`,
+    every area's subject of that name) selects its benchmarks; any other text is asv's regex as is."""
+    chosen = [s for s in registry if text in (s.key, s.name)]
+    if not chosen:
+        return text
+    return "^(" + "|".join(re.escape(f"{s.area}.{class_name(s)}.") for s in chosen) + ")"
+
+
 def workload_version(subject: Subject) -> str:
     """A short hash of what defines the work; see the module docstring."""
     text = repr((subject.key, subject.workload_version, [(s.name, s.settings) for s in subject.sizes]))
@@ -95,7 +106,7 @@ def render_class(subject: Subject, module: str) -> str:
     args = "cache, variant, size" if subject.build_cache else "variant, size"
     text = _CLASS.format(cls=class_name(subject), key=subject.key, module=module,
                          description=_one_line(subject.description), version=workload_version(subject),
-                         item=subject.item, quality_unit=subject.equivalence.metric.unit, args=args,
+                         item=subject.item, args=args,
                          cache=_CACHE if subject.build_cache else "")
     if subject.track_memory:
         text += _MEMORY.format(args=args)
@@ -156,8 +167,9 @@ def benchmark_index(registry: Registry) -> dict[str, BenchmarkInfo]:
     index = {}
     for subject in registry:
         prefix = f"{subject.area}.{class_name(subject)}."
+        # track_quality: what suites generated before speedups were measured in rounds had
         metrics = {"time_call": TIME, "track_items": Metric("items", f"{subject.item}s", True),
-                   "track_quality": subject.equivalence.metric}
+                   "track_speedup": SPEEDUP, "track_quality": subject.equivalence.metric}
         if subject.track_memory:
             metrics["track_peak_memory"] = PEAK_MEMORY
         metrics.update({f"track_{m.metric.name}": m.metric for m in subject.measures})

@@ -246,7 +246,8 @@ def _values(point: Point, parsed: ResultsFile, keys: dict[str, int], benchmark_i
               "params": dict(zip(label.param_names, point.params)), "value": point.value, "status": point.status,
               "samples": list(point.samples) if point.samples else None, "number": point.number,
               "started_at": point.started_at, "duration": point.duration, "reason": "",
-              "other_load_cores": None, "busy": None, "threads": None, "profile": None, "equivalent": None}
+              "other_load_cores": None, "busy": None, "threads": None, "profile": None, "equivalent": None,
+              "rounds": None}
     values.update(_diagnosed(point, parsed, diagnostics) if diagnostics else {})
     if point.status == "failed" and not values["reason"]:
         values["reason"] = "failed; no reason was recorded (crashed, killed or timed out)"
@@ -267,6 +268,8 @@ def _diagnosed(point: Point, parsed: ResultsFile, diagnostics: dict) -> dict:
             continue
         if "equivalent" in record.details:
             out["equivalent"] = bool(record.details["equivalent"])
+        if "rounds" in record.details:  # a paired measurement's raw record (measure.pairing)
+            out["rounds"] = record.details["rounds"]
         if record.status == "ok" and "threads" in record.details:
             out.update(other_load_cores=record.details.get("other_load_cores"), busy=record.details.get("busy"),
                        threads=record.details.get("threads"), profile=record.details.get("profile"))

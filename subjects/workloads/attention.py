@@ -44,6 +44,9 @@ class CachedMask:
         """Forget every cached mask (after moving the model, for example)."""
         self._masks.clear()
 
+    def __len__(self) -> int:
+        return len(self._masks)
+
 
 class CausalSelfAttention(nn.Module):
     """Multi-head self-attention with an explicit additive mask and softmax."""

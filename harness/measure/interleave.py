@@ -1,0 +1,153 @@
+"""Interleaved rounds: two callables measured alternately in one process, under a time budget.
+
+A round times a block of calls of one side, then a block of the other; which side goes first
+alternates from round to round, so a steady drift falls on both sides alike. Each block records
+its calls, its seconds and the CPU that other processes used while it ran (`OtherLoad`), so a
+burst of load that hit one side and not the other can be left out afterwards. Rounds go on until
+the ratio's interval (`proofbench.stats.paired`, the same statistic the reports derive from the
+stored rounds) is within the plan's precision, or the budget is spent.
+
+The same loop serves a variant against its baseline (`proofbench.measure.bench`) and anything
+else that can be called in one process: two prepared workloads, two builds of a function.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from proofbench.measure.noise import OtherLoad
+from proofbench.measure.timer import sync_clock
+from proofbench.stats import Block, Round, paired
+
+Clock = Callable[[], float]
+LoadProbe = Callable[[], Any]  # a context manager factory whose result has `.cores` after exit
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How long and how precisely to measure one pair.
+
+    `budget`: seconds of rounds at most (the warm-up calls are not counted); `precision`: stop
+    once the ratio's 95% interval is within +- this fraction of its estimate; `min_rounds`: never
+    stop before this many rounds are kept; `block`: the seconds one side's block aims at (at least
+    one call); `max_rounds`: a bound for calls so fast that the budget alone would allow millions;
+    `heavy`: other processes' load, in cores, above which a round is left out (None: none is).
+    """
+
+    budget: float = 4.0
+    precision: float = 0.05
+    min_rounds: int = 8
+    block: float = 0.1
+    max_rounds: int = 400
+    heavy: float | None = None
+
+    def to_dict(self) -> dict[str, float | None]:
+        """The plan as stored beside the rounds it produced."""
+        return {"budget": self.budget, "precision": self.precision, "min_rounds": self.min_rounds,
+                "block": self.block, "max_rounds": self.max_rounds, "heavy": self.heavy}
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a pair: `call` is timed; `before` (a declared reset) runs before every call,
+    outside the timed region; `probe` summarises a kept state, read before a block's first
+    timed call."""
+
+    call: Callable[[], Any]
+    before: Callable[[], None] | None = None
+    probe: Callable[[], Any] | None = None
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """What one side's timed calls returned, kept for the checks: the warm-up call's output, and
+    the last output of its block in the first and in the last round (`round` -1 is the warm-up);
+    `states` are the probe's readings before the first and the last round's blocks."""
+
+    outputs: tuple[tuple[int, Any], ...]
+    states: tuple[tuple[int, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Measured:
+    """The rounds of one pair, and what each side's timed calls returned."""
+
+    rounds: tuple[Round, ...]
+    a: Sampled
+    b: Sampled
+    seconds: float  # wall time of the rounds
+
+
+def _calls(per_call: float, block: float) -> int:
+    # enough calls for one block to take about `block` seconds
+    return max(1, int(round(block / per_call))) if per_call > 0 else 1
+
+
+def _block(side: Side, calls: int, clock: Clock, load: LoadProbe) -> tuple[Block, Any, Any]:
+    out = state = None
+    with load() as seen:
+        if side.before is None:
+            state = side.probe() if side.probe is not None else None
+            start = clock()
+            for _ in range(calls):
+                out = side.call()
+            seconds = clock() - start
+        else:
+            seconds = 0.0
+            for i in range(calls):
+                side.before()
+                if i == 0 and side.probe is not None:
+                    state = side.probe()
+                start = clock()
+                out = side.call()
+                seconds += clock() - start
+    return Block(calls, seconds, seen.cores), out, state
+
+
+def _done(rounds: list[Round], plan: Plan, spent: float) -> bool:
+    if spent >= plan.budget or len(rounds) >= plan.max_rounds:
+        return True
+    summary = paired(rounds, plan.precision, plan.min_rounds, plan.heavy)
+    return summary.kept >= plan.min_rounds and summary.ratio.half_width <= plan.precision
+
+
+def _warm(side: Side, clock: Clock) -> tuple[float, Any]:
+    if side.before is not None:
+        side.before()
+    start = clock()
+    out = side.call()
+    return clock() - start, out
+
+
+def alternate(a: Side, b: Side, plan: Plan, *, clock: Clock = sync_clock, load: LoadProbe = OtherLoad) -> Measured:
+    """Measure `a` and `b` in alternating rounds; see the module docstring.
+
+    One warm-up call of each side comes first (its time sizes the first round's blocks, the first
+    round's those of the others; its output is kept). A side whose call raises stops the
+    measurement: the exception propagates.
+    """
+    warm = [_warm(a, clock), _warm(b, clock)]
+    calls = [_calls(seconds, plan.block) for seconds, _ in warm]
+    kept: list[list[tuple[int, Any]]] = [[(-1, warm[0][1])], [(-1, warm[1][1])]]
+    states: list[list[tuple[int, Any]]] = [[], []]
+    rounds: list[Round] = []
+    start = clock()
+    while True:
+        i = len(rounds)
+        order = (0, 1) if i % 2 == 0 else (1, 0)
+        blocks: list[Any] = [None, None]
+        for side in order:
+            blocks[side] = _block((a, b)[side], calls[side], clock, load)
+        rounds.append(Round(blocks[0][0], blocks[1][0], a_first=order[0] == 0))
+        last = _done(rounds, plan, clock() - start)
+        for side in (0, 1):
+            if i == 0 or last:
+                kept[side].append((i, blocks[side][1]))
+                if (a, b)[side].probe is not None:
+                    states[side].append((i, blocks[side][2]))
+        if last:
+            break
+        if i == 0:  # a first call is often slow (lazy setup): size the blocks again on steady calls
+            calls = [_calls(blocks[side][0].per_call, plan.block) for side in (0, 1)]
+    seconds = clock() - start
+    return Measured(tuple(rounds), *(Sampled(tuple(kept[s]), tuple(states[s])) for s in (0, 1)), seconds)
