@@ -2,7 +2,7 @@
 
 The one import path for subject authors:
 
-    from proofbench import Context, Equivalence, Measure, Metric, Size, Skip, Subject, Variant, Workload, register
+    from proofbench import Context, Equivalence, Measure, Metric, Part, Size, Skip, Subject, Variant, Workload, register
 
 Everything else is private to its stage (see README, "Layout").
 """
@@ -13,6 +13,7 @@ from proofbench.declare import (
            Equivalence,
            Measure,
            Metric,
+           Part,
            Size,
            Subject,
            Variant,
@@ -21,5 +22,5 @@ from proofbench.declare import (
 from proofbench.errors import Skip
 from proofbench.registry import register
 
-__all__ = ["Context", "Equivalence", "Measure", "Metric", "PEAK_MEMORY", "Size", "Skip", "Subject", "TIME", "Variant",
+__all__ = ["Context", "Equivalence", "Measure", "Metric", "Part", "PEAK_MEMORY", "Size", "Skip", "Subject", "TIME", "Variant",
            "Workload", "register"]

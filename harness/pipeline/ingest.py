@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from sqlalchemy import Engine, delete, select
@@ -148,8 +148,10 @@ def _benchmark_values(info: BenchmarkInfo) -> dict:
             "higher_is_better": info.metric.higher_is_better, "item": subject.item,
             "param_names": ["variant", "size"],
             "details": {"description": subject.description,
-                        "variants": {v.name: {"description": v.description, "requires": list(v.requires)}
+                        "variants": {v.name: {"description": v.description, "requires": list(v.requires),
+                                              **({"parts": list(v.parts)} if subject.parts else {})}
                                      for v in subject.variants},
+                        **({"parts": [asdict(p) for p in subject.parts]} if subject.parts else {}),
                         "equivalence": {"metric": subject.equivalence.metric.name,
                                         "tolerance": subject.equivalence.tolerance,
                                         "higher_is_better": subject.equivalence.metric.higher_is_better,
