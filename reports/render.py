@@ -23,7 +23,7 @@ from proofbench.db.commits import latest
 from proofbench.db.models import ClaimRow, Commit, Machine
 from proofbench.db.models import Environment as EnvironmentRow
 from proofbench.db.profiles import CalibrationRow, VariantProfileRow, calibrations, latest_profiles
-from proofbench.reports import changes, matrix, queries
+from proofbench.reports import changes, matrix, pipelines, queries
 from proofbench.reports import profiles as why
 from proofbench.reports.formatting import FILTERS
 from proofbench.reports.machines import MachineColumn, column, has_gpu, labels, largest, profile_rows
@@ -92,6 +92,7 @@ class Site:
     profiles: dict[tuple[str, int, str], why.ProfileView]  # (subject, machine id, size) -> view
     loose_profiles: dict[str, list[why.ProfileView]]  # by subject: at a size or machine without results
     calibrations: list[tuple[str, list[str]]]  # machines page rows, one text per column
+    pipelines: dict[tuple[str, int, str], pipelines.PipelineView]  # (subject, machine id, size) -> whole vs parts
 
 
 def _columns(session: Session, history: queries.History, claims: list[Claim],
@@ -127,6 +128,7 @@ class _Read:
     steps: changes.Changes
     profiles: list[VariantProfileRow]
     calibrations: list[CalibrationRow]
+    pipelines: dict[tuple[str, int, str], pipelines.PipelineView]
 
 
 def read(session: Session) -> _Read:
@@ -141,10 +143,11 @@ def read(session: Session) -> _Read:
         environments = {e.id: e.name for e in session.scalars(select(EnvironmentRow))}
         ids = {m.id for m in found}
         profiled = latest_profiles(session, ids), calibrations(session, ids)
+        wholes = pipelines.views(session, history, columns)
     except BaseException:
         steps.close()
         raise
-    return _Read(claims, history, columns, environments, check, steps, *profiled)
+    return _Read(claims, history, columns, environments, check, steps, *profiled, wholes)
 
 
 def assemble(data: _Read, writer: SiteWriter) -> Site:
@@ -164,7 +167,8 @@ def assemble(data: _Read, writer: SiteWriter) -> Site:
                 hardware=profile_rows([c.machine for c in columns]), check=data.check,
                 profiles=views,
                 loose_profiles=why.loose(views, subjects),
-                calibrations=why.calibration_rows([c.machine.id for c in columns], data.calibrations))
+                calibrations=why.calibration_rows([c.machine.id for c in columns], data.calibrations),
+                pipelines=data.pipelines)
 
 
 def _regressions(notes: list[ChangeNote]) -> dict[str, list[ChangeNote]]:
