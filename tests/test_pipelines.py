@@ -189,3 +189,41 @@ def test_quick_runs_no_pipeline_and_pipelines_runs_them_all():
         assert not re.search(profiles["quick"].bench, benchmark)
         assert re.search(profiles["pipelines"].bench, benchmark)
     assert re.search(profiles["quick"].bench, "training.Compile.time_call(baseline, small)")
+
+
+def test_every_headline_claim_names_the_gpu_only_parts_it_is_judged_without():
+    from conftest import REPO
+
+    from proofbench.claim import load_claims
+    claims = [c for c in load_claims(REPO / "subjects" / "claims.toml") if c.subject.startswith("pipelines.")]
+    assert {c.subject.split(".")[1] for c in claims} >= set(PIPELINES) - {"cafa_embeddings"}
+    for claim in claims:
+        subject = REGISTRY.get(claim.subject)
+        on = set(subject.variant(claim.variant).parts)
+        gpu_only = [p.name for p in subject.parts if p.name not in on and p.left_out.startswith("GPU-only")]
+        assert all(name in claim.note for name in gpu_only), (claim.id, gpu_only)
+
+
+def test_a_variant_naming_an_undeclared_part_is_refused():
+    from proofbench import Equivalence, Part, Size, Variant
+    from proofbench.subjects.workloads.composition import pipeline_variants
+    from proofbench.subjects.workloads.trainer import LOSS_DELTA
+
+    parts = (Part("cache", "inference.embedding_cache", "lru_cache"),)
+    sizes = tuple(Size.of(n, n=1) for n in ("tiny", "small", "large"))
+
+    def declare(*variants):
+        return Subject(area="pipelines", name="x", item="call", description="", prepare=lambda ctx: None,
+                       variants=variants, equivalence=Equivalence(LOSS_DELTA, 0.0, lambda a, b: 0.0), sizes=sizes,
+                       parts=parts)
+
+    assert [v.name for v in declare(*pipeline_variants(parts, lambda on, work: on)).variants] == \
+        ["baseline", "optimized", "only_cache", "without_cache"]
+    with pytest.raises(DeclarationError, match="unknown part\\(s\\) bf16; declared: cache"):
+        declare(Variant("baseline", lambda w: w), Variant("fast", lambda w: w, parts=("bf16",)))
+    with pytest.raises(DeclarationError, match="the baseline turns every part off; it names cache"):
+        declare(Variant("baseline", lambda w: w, parts=("cache",)), Variant("fast", lambda w: w))
+    with pytest.raises(DeclarationError, match="variant 'memory': unknown part\\(s\\) bf16"):
+        pipeline_variants(parts, lambda on, work: on, wholes={"memory": ("bf16",)})
+    with pytest.raises(DeclarationError, match="subject must be 'area.name'"):
+        Part("cache", "embedding_cache", "lru_cache")
