@@ -22,5 +22,5 @@ from proofbench.declare import (
 from proofbench.errors import Skip
 from proofbench.registry import register
 
-__all__ = ["Context", "Equivalence", "Measure", "Metric", "Part", "PEAK_MEMORY", "Size", "Skip", "Subject", "TIME", "Variant",
-           "Workload", "register"]
+__all__ = ["Context", "Equivalence", "Measure", "Metric", "Part", "PEAK_MEMORY", "Size", "Skip", "Subject", "TIME",
+           "Variant", "Workload", "register"]

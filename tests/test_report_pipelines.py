@@ -64,8 +64,8 @@ def make_db(url: str) -> None:
     start = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
     with Session(engine) as session, session.begin():
         machine = Machine(name="ci-box", fingerprint="aaaa", profile={"cpu_model": "Test CPU", "gpus": []})
-        old, new = (Commit(hash=f"{i}" * 40, subject=f"change {i}", author="t", committed_at=start + dt.timedelta(hours=i),
-                           position=i, branch="main") for i in (1, 2))
+        old, new = (Commit(hash=f"{i}" * 40, subject=f"change {i}", author="t", position=i, branch="main",
+                           committed_at=start + dt.timedelta(hours=i)) for i in (1, 2))
         env = Environment(name="existing-py3.11")
         variants = {v: {"description": v, "requires": [], "parts": p} for v, p in PIPELINE_PARTS.items()}
         _results(session, _bench(PIPELINE, "time", variants, PARTS), machine, new, env, PIPELINE_TIMES)
@@ -75,10 +75,12 @@ def make_db(url: str) -> None:
             alone = {"baseline": {"description": "naive", "requires": []}, variant: {"description": "", "requires": []}}
             _results(session, _bench(subject, "time", alone), machine, new, env, {"baseline": 1.0, variant: 1 / speed})
         stale = {"baseline": {"description": "naive", "requires": []}, "fast": {"description": "", "requires": []}}
-        _results(session, _bench("loading.late_alone", "time", stale), machine, old, env, {"baseline": 1.0, "fast": 0.5})
+        _results(session, _bench("loading.late_alone", "time", stale), machine, old, env,
+                 {"baseline": 1.0, "fast": 0.5})
         both = {"baseline": {"description": "", "requires": [], "parts": []},
                 "optimized": {"description": "", "requires": [], "parts": ["cache", "late"]}}
-        _results(session, _bench(OPEN, "time", both, OPEN_PARTS), machine, new, env, {"baseline": 1.0, "optimized": 0.5})
+        _results(session, _bench(OPEN, "time", both, OPEN_PARTS), machine, new, env,
+                 {"baseline": 1.0, "optimized": 0.5})
         session.add(ClaimRow(id=f"{PIPELINE}/speed", subject=PIPELINE, variant="optimized", source="000_seed.txt",
                              quote="2-4x faster", kind="speedup", metric="time", low=2.0, high=4.0, device="any",
                              note=""))

@@ -12,7 +12,8 @@ _GPU_ONLY = "GPU-only: "
 
 BATCHED_WRITES = Part("batched_writes", "loading.fasta_to_lmdb", "optimized",
                       "streamed FASTA parse, one LMDB commit per 5,000 records")
-CURSOR_READS = Part("cursor_reads", "loading.lmdb_read", "optimized", "one read transaction, a cursor in batches of 1,000")
+CURSOR_READS = Part("cursor_reads", "loading.lmdb_read", "optimized",
+                    "one read transaction, a cursor in batches of 1,000")
 FAST_TOKENIZER = Part("fast_tokenizer", "tokenization.batch_tokenize", "optimized",
                       "the tokenizers-backed tokenizer, 1,000 sequences a call")
 DYNAMIC_PADDING = Part("dynamic_padding", "tokenization.padding_strategy", "length_grouped",
