@@ -13,7 +13,7 @@ level is the reference.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Optional
+from typing import Any
 
 from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint, select
 from sqlalchemy.orm import Mapped, Session, mapped_column, relationship
@@ -56,7 +56,7 @@ class Alert(Base):
     params_key: Mapped[str] = mapped_column(String(2000))
     params: Mapped[dict[str, Any]] = mapped_column(default=dict)
     commit_id: Mapped[int] = mapped_column(ForeignKey("commits.id"))
-    previous_commit_id: Mapped[Optional[int]] = mapped_column(ForeignKey("commits.id"))
+    previous_commit_id: Mapped[int | None] = mapped_column(ForeignKey("commits.id"))
     direction: Mapped[int] = mapped_column(Integer)
     regression: Mapped[bool] = mapped_column(Boolean)
     before: Mapped[float] = mapped_column(Float)
@@ -66,23 +66,23 @@ class Alert(Base):
     status: Mapped[str] = mapped_column(String(10), default="open")
     raised_by_id: Mapped[int] = mapped_column(ForeignKey("check_runs.id"))
     seen_by_id: Mapped[int] = mapped_column(ForeignKey("check_runs.id"))
-    resolved_by_id: Mapped[Optional[int]] = mapped_column(ForeignKey("check_runs.id"))
-    resolved_at_id: Mapped[Optional[int]] = mapped_column(ForeignKey("commits.id"))
+    resolved_by_id: Mapped[int | None] = mapped_column(ForeignKey("check_runs.id"))
+    resolved_at_id: Mapped[int | None] = mapped_column(ForeignKey("commits.id"))
     # a re-measurement's decision (proofbench.analysis.confirm), with its rounds, when one was made
-    confirmation: Mapped[Optional[dict[str, Any]]] = mapped_column()
+    confirmation: Mapped[dict[str, Any] | None] = mapped_column()
     # the first commit at the new level, found by measuring the commits between (bisection)
-    culprit_id: Mapped[Optional[int]] = mapped_column(ForeignKey("commits.id"))
-    bisection: Mapped[Optional[dict[str, Any]]] = mapped_column()
+    culprit_id: Mapped[int | None] = mapped_column(ForeignKey("commits.id"))
+    bisection: Mapped[dict[str, Any] | None] = mapped_column()
 
     benchmark: Mapped[Benchmark] = relationship()
     machine: Mapped[Machine] = relationship()
     environment: Mapped[Environment] = relationship()
     commit: Mapped[Commit] = relationship(foreign_keys=[commit_id])
-    previous_commit: Mapped[Optional[Commit]] = relationship(foreign_keys=[previous_commit_id])
-    resolved_at: Mapped[Optional[Commit]] = relationship(foreign_keys=[resolved_at_id])
-    culprit: Mapped[Optional[Commit]] = relationship(foreign_keys=[culprit_id])
+    previous_commit: Mapped[Commit | None] = relationship(foreign_keys=[previous_commit_id])
+    resolved_at: Mapped[Commit | None] = relationship(foreign_keys=[resolved_at_id])
+    culprit: Mapped[Commit | None] = relationship(foreign_keys=[culprit_id])
     raised_by: Mapped[CheckRun] = relationship(foreign_keys=[raised_by_id])
-    actions: Mapped[list["AlertAction"]] = relationship(back_populates="alert", order_by="AlertAction.id")
+    actions: Mapped[list[AlertAction]] = relationship(back_populates="alert", order_by="AlertAction.id")
 
 
 class AlertAction(Base):
@@ -98,8 +98,8 @@ class AlertAction(Base):
     by: Mapped[str] = mapped_column(Text)
     at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=now)
     note: Mapped[str] = mapped_column(Text, default="")
-    withdrawn_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime(timezone=True))
-    withdrawn_by: Mapped[Optional[str]] = mapped_column(Text)
+    withdrawn_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    withdrawn_by: Mapped[str | None] = mapped_column(Text)
 
     alert: Mapped[Alert] = relationship(back_populates="actions")
 
@@ -116,7 +116,7 @@ def answer(session: Session, alert_id: int, action: str, by: str, note: str = ""
     """Record `action` ('ack' or 'accept') on an alert; InputError naming what exists otherwise."""
     if action not in ACTIONS:
         raise InputError(f"alert action {action!r}: expected one of {', '.join(ACTIONS)}")
-    alert = _alert(session, alert_id)
+    alert = find(session, alert_id)
     row = AlertAction(alert=alert, action=action, by=by, note=note, at=now())
     session.add(row)
     session.flush()
@@ -125,7 +125,7 @@ def answer(session: Session, alert_id: int, action: str, by: str, note: str = ""
 
 def withdraw(session: Session, alert_id: int, by: str) -> AlertAction:
     """Withdraw the standing answer of an alert (it counts again as it did before the answer)."""
-    alert = _alert(session, alert_id)
+    alert = find(session, alert_id)
     current = standing(alert)
     if current is None:
         raise InputError(f"alert {alert_id} has no standing answer to withdraw")
@@ -133,7 +133,8 @@ def withdraw(session: Session, alert_id: int, by: str) -> AlertAction:
     return current
 
 
-def _alert(session: Session, alert_id: int) -> Alert:
+def find(session: Session, alert_id: int) -> Alert:
+    """The alert of that id; InputError naming the newest ones where there is none."""
     alert = session.get(Alert, alert_id)
     if alert is None:
         known = session.scalars(select(Alert.id).order_by(Alert.id.desc()).limit(5)).all()

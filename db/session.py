@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import time
 import warnings
 from pathlib import Path
 from urllib.parse import unquote_plus
@@ -205,7 +206,7 @@ def schema_revision(engine: Engine) -> str | None:
 
 def _own_tables() -> set[str]:
     # every table of the schema (models, alerts, profiles), as the migrations' environment sees it
-    import proofbench.db.alerts  # noqa: F401
+    import proofbench.db.alerts
     import proofbench.db.profiles  # noqa: F401
     from proofbench.db.models import Base
 
@@ -217,6 +218,21 @@ def _where(engine: Engine) -> str:
     if read_only(engine):
         return f"sqlite:///{str(engine.url.database).removeprefix('file:')}"
     return masked(engine.url.render_as_string(hide_password=False))
+
+
+def _wal(dbapi_connection: sqlite3.Connection) -> None:
+    # Switching a file to WAL needs it to itself for a moment, and SQLite answers "database is
+    # locked" at once, busy timeout or not, while another process (a fleet member starting on the
+    # same fresh file) is reading or migrating it: try again until the busy timeout is spent.
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            dbapi_connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def upgrade(engine: Engine) -> None:
@@ -233,7 +249,7 @@ def upgrade(engine: Engine) -> None:
             # WAL lets readers and one writer share the file; SQLite alters a column by copying its
             # table and dropping the old one, which enforced foreign keys forbid. Both pragmas only
             # take effect outside a transaction.
-            connection.connection.driver_connection.execute("PRAGMA journal_mode=WAL")
+            _wal(connection.connection.driver_connection)
             connection.connection.driver_connection.execute("PRAGMA foreign_keys=OFF")
         try:
             with connection.begin():

@@ -2,7 +2,8 @@
 
 The one import path for subject authors:
 
-    from proofbench import Context, Equivalence, Measure, Metric, Size, Skip, State, Subject, Variant, Workload, register
+    from proofbench import (Context, Equivalence, Measure, Metric, Part, Size, Skip, State, Subject, Variant, Workload,
+                            register)
 
 Everything else is private to its stage (see README, "Layout").
 """
@@ -13,6 +14,7 @@ from proofbench.declare import (
            Equivalence,
            Measure,
            Metric,
+           Part,
            Size,
            State,
            Subject,
@@ -22,5 +24,6 @@ from proofbench.declare import (
 from proofbench.errors import Skip
 from proofbench.registry import register
 
-__all__ = ["Context", "Equivalence", "Measure", "Metric", "PEAK_MEMORY", "Size", "Skip", "State", "Subject", "TIME",
+__all__ = ["Context", "Equivalence", "Measure", "Metric", "Part", "PEAK_MEMORY", "Size", "Skip", "State", "Subject",
+           "TIME",
            "Variant", "Workload", "register"]

@@ -109,6 +109,32 @@ class State:
 
 
 @dataclass(frozen=True)
+class Part:
+    """One optimization of a whole pipeline, and the subject variant that measures it alone.
+
+    A pipeline subject (one seed system end to end) declares its parts; each of its variants
+    names the parts it turns on. `subject` and `variant` name the per-part subject's variant
+    that turns this part on by itself ("training.mixed_precision", "bf16"), so the product of
+    the parts' speedups can be set beside the whole's. `left_out` says why the pipeline's
+    whole leaves the part out everywhere (GPU-only, or in conflict with another part); empty
+    when the whole turns it on.
+    """
+
+    name: str
+    subject: str
+    variant: str
+    description: str = ""
+    requires: tuple[str, ...] = ()
+    left_out: str = ""
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise DeclarationError(f"part {self.name!r}: name must match {_NAME.pattern}")
+        if self.subject.count(".") != 1 or not all(_NAME.match(x) for x in self.subject.split(".")):
+            raise DeclarationError(f"part {self.name!r}: subject must be 'area.name', got {self.subject!r}")
+
+
+@dataclass(frozen=True)
 class Variant:
     """One way of doing the subject's work. `run(inputs)` returns the output to compare.
 
@@ -117,7 +143,8 @@ class Variant:
     variant that keeps state across calls on purpose (a cache) declares it as `state`.
 
     `requires` names capabilities (see `proofbench.capability`), such as "cuda"; a variant
-    whose requirement is missing is skipped with the reason, never faked.
+    whose requirement is missing is skipped with the reason, never faked. `parts` names the
+    parts of a pipeline subject (see `Part`) that this variant turns on.
     """
 
     name: str
@@ -125,6 +152,7 @@ class Variant:
     description: str = ""
     requires: tuple[str, ...] = ()
     state: State | None = None
+    parts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -203,6 +231,7 @@ class Subject:
     notes: str = ""
     bound: str = "compute"
     bytes_moved: Callable[[Any, Any], float] | None = None
+    parts: tuple[Part, ...] = ()
 
     def __post_init__(self) -> None:
         where = f"subject {self.area}.{self.name}"
@@ -229,6 +258,20 @@ class Subject:
         metric_names = [m.metric.name for m in self.measures]
         if len(set(metric_names)) != len(metric_names):
             raise DeclarationError(f"{where}: duplicate measure names {metric_names}")
+        self._check_parts(where)
+
+    def _check_parts(self, where: str) -> None:
+        declared = [p.name for p in self.parts]
+        if len(set(declared)) != len(declared):
+            raise DeclarationError(f"{where}: duplicate part names in {declared}")
+        for variant in self.variants:
+            unknown = [p for p in variant.parts if p not in declared]
+            if unknown:
+                raise DeclarationError(f"{where}: variant {variant.name!r} turns on unknown part(s) "
+                                       f"{', '.join(unknown)}; declared: {', '.join(declared) or 'none'}")
+        named = self.variant("baseline").parts
+        if named:
+            raise DeclarationError(f"{where}: the baseline turns every part off; it names {', '.join(named)}")
 
     def _check_signatures(self, where: str) -> None:
         expected = _arity(self.variants[0].run)

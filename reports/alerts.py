@@ -4,10 +4,12 @@ from __future__ import annotations
 from proofbench.db.alerts import Alert, AlertAction, standing
 from proofbench.reports import formatting as fmt
 
+VERBS = {"ack": "acknowledged", "accept": "accepted"}
+
 
 def answered(action: AlertAction) -> str:
     """One line: what was recorded."""
-    verb = {"ack": "acknowledged", "accept": "accepted"}[action.action]
+    verb = VERBS[action.action]
     note = f": {action.note}" if action.note else ""
     return f"alert {action.alert_id} {verb} by {action.by} at {fmt.when(action.at)}{note}"
 
@@ -22,7 +24,7 @@ def answer_words(alert: Alert) -> str:
     current = standing(alert)
     if current is None:
         return ""
-    verb = {"ack": "acknowledged", "accept": "accepted"}[current.action]
+    verb = VERBS[current.action]
     return f"{verb} by {current.by} ({fmt.day(current.at)})" + (f": {current.note}" if current.note else "")
 
 
@@ -38,3 +40,22 @@ def listing(alerts: list[Alert]) -> str:
         lines.append(f"{a.id:>5} {a.status:9} {kind:11} {a.benchmark.name} ({params}) on {a.machine.name} at "
                      f"{a.commit.hash[:8]} {fmt.short(a.commit.subject, 50)!r}" + (f"  [{answer}]" if answer else ""))
     return "\n".join(lines)
+
+
+def bisected(alert: Alert) -> str:
+    """What bisecting an alert found: the first bad commit with its subject line and author, or
+    the commits it could not tell apart; each measurement, and the commits skipped."""
+    b = alert.bisection or {}
+    lines = [f"  {s['commit'][:8]}  {fmt.seconds(s['value']) if s['value'] is not None else 'failed':>12}  {s['side']}"
+             for s in b.get("steps", [])]
+    if b.get("skipped"):
+        lines.append(f"skipped (did not build or failed): {', '.join(c[:8] for c in b['skipped'])}")
+    c = alert.culprit
+    if c is not None:
+        head = f"alert {alert.id}: first bad commit {c.hash[:8]} {c.subject!r} by {c.author or 'unknown'}"
+    else:
+        head = (f"alert {alert.id}: could not tell which commit: the step lies in "
+                f"{b.get('first', '')[:8]}..{b.get('last', '')[:8]}")
+    measured = (f" ({len(b.get('steps', []))} measurement(s) of {b.get('between', 0)} commit(s), "
+                f"{b.get('seconds', 0):.0f} s)")
+    return fmt.visible("\n".join([head + measured, *lines]))

@@ -22,6 +22,8 @@ from sqlalchemy.orm import Session
 from proofbench.analysis.check import brought_back
 from proofbench.analysis.detect import detect
 from proofbench.db.alerts import Alert, CheckRun
+from proofbench.reports import check as check_words
+from proofbench.reports.alerts import answer_words
 
 PARALLEL_MIN_POINTS = 20_000  # below this many points in all, worker processes cost more than they save
 
@@ -37,6 +39,7 @@ class Step:
     p_value: float
     regression: bool
     open: bool
+    note: str = ""  # a stored alert's re-measurement, bisection and answer, in words
 
     @property
     def change(self) -> float:
@@ -152,6 +155,12 @@ class CheckInfo:
     branch: str
 
 
+def _note(a: Alert) -> str:
+    c = a.culprit
+    found = check_words.culprit(c.hash if c else None, c.subject if c else "", c.author if c else "", a.bisection)
+    return "; ".join(line for line in (check_words.confirmation(a.confirmation), found, answer_words(a)) if line)
+
+
 def stored(session: Session, rank: dict[int, int]) -> tuple[CheckInfo, dict[tuple, list[Step]]] | None:
     """The stored alerts as steps by series key (machine, environment, benchmark, params key),
     with the newest check; None when no check has been recorded in this database."""
@@ -161,13 +170,14 @@ def stored(session: Session, rank: dict[int, int]) -> tuple[CheckInfo, dict[tupl
     if last is None:
         return None
     steps: dict[tuple, list[Step]] = {}
-    for a in session.scalars(select(Alert).order_by(Alert.id)):
-        if a.commit_id not in rank:
+    for a in session.scalars(select(Alert).where(Alert.status.in_(("open", "resolved"))).order_by(Alert.id)):
+        if a.commit_id not in rank:  # (suspected and dropped steps are the check's business, not a chart's)
             continue
         here = rank[a.commit_id]
         previous = rank.get(a.previous_commit_id, max(here - 1, 0))
         steps.setdefault((a.machine_id, a.environment_id, a.benchmark_id, a.params_key), []).append(
-            Step(here, previous, a.before, a.after, a.p_value, a.regression, a.regression and a.status == "open"))
+            Step(here, previous, a.before, a.after, a.p_value, a.regression, a.regression and a.status == "open",
+                 _note(a)))
     for found in steps.values():
         found.sort(key=lambda s: s.rank)
     return CheckInfo(last.id, last.started_at, last.branch), steps

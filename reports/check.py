@@ -10,9 +10,10 @@ import math
 from proofbench.analysis.check import CheckReport, Finding
 from proofbench.analysis.series import CommitRef
 from proofbench.reports import formatting as fmt
+from proofbench.reports.alerts import VERBS
 
 FORMAT = "proofbench-check"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: suspected and dropped states; confirmation, culprit, bisection, answer
 
 
 def _level(value: float, unit: str) -> str:
@@ -42,10 +43,56 @@ def _heading(report) -> str:
 
 
 def _totals(report) -> str:
-    resolved = sum(1 for f in report.findings if f.state == "resolved")
+    resolved, suspected, dropped = (sum(1 for f in report.findings if f.state == state)
+                                    for state in ("resolved", "suspected", "dropped"))
+    answered = sum(1 for f in report.findings if f.answer is not None and f.regression and f.state in ("new", "open"))
     return (f"{report.count('new', True)} new regression(s), {report.count('new', False)} new improvement(s), "
-            f"{report.count('open', True)} regression(s) still open, {resolved} resolved"
+            f"{report.count('open', True)} regression(s) still open, {suspected} suspected, {dropped} dropped by "
+            f"re-measurement, {resolved} resolved" + (f"; {answered} answered (not failing)" if answered else "")
             + ("" if report.recorded else " (not recorded)"))
+
+
+def confirmation(c: dict | None) -> str:
+    """What re-measuring said of an alert's step (`alerts.confirmation`), in one line ('' when
+    it was never tried)."""
+    if not c:
+        return ""
+    if c.get("outcome") == "not_remeasured":
+        return f"not measured again: {c.get('reason', '')}"
+    interval = (f"x{c['ratio']:.3g} [{c['low']:.3g}, {c['high']:.3g}]" if c.get("ratio") is not None
+                and c.get("low") is not None and c.get("high") is not None else "no interval")
+    p = f", p={c['p_value']:.2g}" if c.get("p_value") is not None else ""
+    where = f" of {c['before_commit'][:8]} vs {c['after_commit'][:8]}" if c.get("before_commit") else ""
+    return (f"re-measured{where}: {c['outcome']} ({str(c.get('reason', '')).replace('_', ' ')}), {interval}{p}, "
+            f"{c.get('rounds', 0)} paired round(s) in {c.get('seconds', 0):.0f} s")
+
+
+def culprit(hash_: str | None, subject: str, author: str, b: dict | None) -> str:
+    """What bisection found (the first bad commit's hash, subject line and author; the stored
+    `alerts.bisection`), in one line ('' when it did not run)."""
+    if hash_ is not None:
+        by = f" by {author}" if author else ""
+        measured = len((b or {}).get("steps", []))
+        return f"first bad commit {hash_[:8]} {subject!r}{by} (bisected, {measured} measurement(s))"
+    if b and "error" in b:
+        return f"bisection could not run: {b['error']}"
+    if b:
+        return f"bisection could not tell: the step lies in {b.get('first', '')[:8]}..{b.get('last', '')[:8]}"
+    return ""
+
+
+def notes(f: Finding) -> list[str]:
+    """The lines that follow an alert: re-measurement, bisection, answer (those that apply)."""
+    c = f.culprit
+    found = culprit(c.hash if c else None, c.subject if c else "", c.author if c else "", f.bisection)
+    return [line for line in (confirmation(f.confirmation), found, answer(f.answer)) if line]
+
+
+def answer(a: dict | None) -> str:
+    """The standing answer of an alert (`proofbench.analysis.check.answer_of`), in one line ('' when none)."""
+    if not a:
+        return ""
+    return f"{VERBS[a['action']]} by {a['by']} at {a['at']}" + (f": {a['note']}" if a.get("note") else "")
 
 
 def text(report) -> str:
@@ -58,6 +105,7 @@ def text(report) -> str:
         lines.append(f"    starts at {f.commit.short} {f.commit.subject!r} ({place}); {_change(f)}")
         if f.resolved_at:
             lines.append(f"    level back at {f.resolved_at.short} {f.resolved_at.subject!r}")
+        lines += [f"    {line}" for line in notes(f)]
     lines.append(_totals(report))
     return fmt.visible("\n".join(lines))
 
@@ -71,20 +119,20 @@ def markdown(report) -> str:
     """The report as a Markdown table, for a pull request or an issue comment."""
     lines = [f"### {_cell(_heading(report))}", "", _totals(report), ""]
     if report.findings:
-        lines += ["| state | kind | series | commit | before | after | ratio | p |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        lines += ["| state | kind | series | commit | before | after | ratio | p | notes |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for f in report.findings:
             lines.append("| " + " | ".join(_cell(c) for c in (
                 f.state, f.kind, _series(f), f"`{f.commit.short}` {f.commit.subject}", _level(f.before, f.unit),
-                _level(f.after, f.unit), f"x{f.ratio:.3g}", f"{f.p_value:.2g}")) + " |")
+                _level(f.after, f.unit), f"x{f.ratio:.3g}", f"{f.p_value:.2g}", "; ".join(notes(f)))) + " |")
     return "\n".join(lines)
 
 
 def _commit_json(ref: CommitRef | None) -> dict | None:
     if ref is None:
         return None
-    return {"hash": ref.hash, "short": ref.short, "subject": ref.subject, "position": ref.position,
-            "authored_at": ref.authored_at, "committed_at": ref.committed_at}
+    return {"hash": ref.hash, "short": ref.short, "subject": ref.subject, "author": ref.author,
+            "position": ref.position, "authored_at": ref.authored_at, "committed_at": ref.committed_at}
 
 
 def _number(x: float) -> float | None:
@@ -103,6 +151,8 @@ def finding_json(f: Finding) -> dict:
         "p_value": _number(f.p_value), "score": _number(f.score),
         "first_reported": {"check": f.first_check, "at": f.first_reported_at},
         "resolved_at": _commit_json(f.resolved_at),
+        "confirmation": f.confirmation, "culprit": _commit_json(f.culprit), "bisection": f.bisection,
+        "answer": f.answer,
     }
 
 
@@ -119,6 +169,8 @@ def to_json(report: CheckReport) -> dict:
                    "new_improvements": report.count("new", False),
                    "still_open_regressions": report.count("open", True),
                    "still_open_improvements": report.count("open", False),
+                   "suspected": sum(1 for f in report.findings if f.state == "suspected"),
+                   "dropped": sum(1 for f in report.findings if f.state == "dropped"),
                    "resolved": sum(1 for f in report.findings if f.state == "resolved")},
         "alerts": [finding_json(f) for f in report.findings],
     }

@@ -26,7 +26,7 @@ from proofbench.db.models import ClaimRow, Commit, Machine
 from proofbench.db.models import Environment as EnvironmentRow
 from proofbench.db.profiles import CalibrationRow, VariantProfileRow, calibrations, latest_profiles
 from proofbench.errors import DeclarationError
-from proofbench.reports import changes, matrix, plain, queries
+from proofbench.reports import changes, matrix, pipelines, plain, queries
 from proofbench.reports import profiles as why
 from proofbench.reports.formatting import FILTERS, visible
 from proofbench.reports.machines import MachineColumn, column, has_gpu, labels, largest, profile_rows
@@ -112,6 +112,7 @@ class Site:
     loose_profiles: dict[str, list[why.ProfileView]]  # by subject: at a size or machine without results
     calibrations: list[tuple[str, list[str]]]  # machines page rows, one text per column
     plain: list[plain.PlainPage]  # the plain asv benchmarks' pages
+    pipelines: dict[tuple[str, int, str], pipelines.PipelineView]  # (subject, machine id, size) -> whole vs parts
 
 
 def _columns(session: Session, history: queries.History, claims: list[Claim],
@@ -148,6 +149,7 @@ class _Read:
     steps: changes.Changes
     profiles: list[VariantProfileRow]
     calibrations: list[CalibrationRow]
+    pipelines: dict[tuple[str, int, str], pipelines.PipelineView]
 
 
 def read(session: Session) -> _Read:
@@ -162,10 +164,11 @@ def read(session: Session) -> _Read:
         environments = {e.id: e.name for e in session.scalars(select(EnvironmentRow))}
         ids = {m.id for m in found}
         profiled = latest_profiles(session, ids), calibrations(session, ids)
+        wholes = pipelines.views(session, history, columns)
     except BaseException:
         steps.close()
         raise
-    return _Read(claims, unreadable, history, columns, environments, check, steps, *profiled)
+    return _Read(claims, unreadable, history, columns, environments, check, steps, *profiled, wholes)
 
 
 def assemble(data: _Read, writer: SiteWriter) -> Site:
@@ -190,7 +193,8 @@ def assemble(data: _Read, writer: SiteWriter) -> Site:
                 profiles=views,
                 loose_profiles=why.loose(views, subjects),
                 calibrations=why.calibration_rows([c.machine.id for c in columns], data.calibrations),
-                plain=benchmarks)
+                plain=benchmarks,
+                pipelines=data.pipelines)
 
 
 def _regressions(notes: list[ChangeNote]) -> dict[str, list[ChangeNote]]:

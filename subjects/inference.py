@@ -23,16 +23,16 @@ from proofbench import Context, Equivalence, Measure, Metric, Size, Skip, Subjec
 from proofbench.capability import missing
 from proofbench.subjects.workloads import minilm
 from proofbench.subjects.workloads.compiled_model import COMPILE_SECONDS, CompiledModel, compile_warm
-from proofbench.subjects.workloads.quality import MAX_ABS_DIFF, MIN_COSINE, max_abs_diff, min_cosine
+from proofbench.subjects.workloads.quality import (
+    HALF_PRECISION_COSINE,
+    MAX_ABS_DIFF,
+    MIN_COSINE,
+    REORDER_TOLERANCE,
+    max_abs_diff,
+    min_cosine,
+)
 
 TOKENS = Metric("tokens", "tokens", higher_is_better=True)
-# Half precision keeps about 3 significant digits; an embedding turned by more than 2.6
-# degrees (cosine 0.999) from fp32 is a changed answer, not rounding: the seed promises
-# "minimal impact" on quality.
-HALF_PRECISION_COSINE = 0.999
-# Same numbers up to float32 summation order: shapes differ between variants (padding,
-# batch size), which moves results by ~1e-6; 1e-4 is far below any real change.
-REORDER_TOLERANCE = 1e-4
 
 
 def _tokens_of(inputs: Any, output: Any) -> float:

@@ -19,8 +19,6 @@ Outputs are compared record by record; an optimization may not change a single r
 """
 from __future__ import annotations
 
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -30,7 +28,14 @@ import lmdb
 from proofbench import Context, Equivalence, Metric, Size, Subject, Variant, Workload, register
 from proofbench.errors import InputError
 from proofbench.subjects.workloads.fasta import read_fasta
-from proofbench.subjects.workloads.lmdb_store import StoreReader, creating, put_records, store_items
+from proofbench.subjects.workloads.lmdb_store import (
+    StoreReader,
+    fresh_store,
+    put_each,
+    put_records,
+    read_each,
+    store_items,
+)
 from proofbench.subjects.workloads.protein_files import build_fasta_files, build_protein_stores, fasta_path, store_path
 
 READ_BATCH = 1000  # the seed's prefetch_batch_generator(batch_size=1000)
@@ -70,12 +75,7 @@ def _prepare_read(ctx: Context) -> Workload:
 
 def _read_per_key(epoch: Epoch) -> list[str]:
     # A map-style Dataset's __getitem__: a fresh read transaction for every key.
-    env = epoch.reader.environment()
-    sequences = []
-    for key in epoch.keys:
-        with env.begin() as txn:
-            sequences.append(txn.get(key).decode("ascii"))
-    return sequences
+    return read_each(epoch.reader.environment(), epoch.keys)
 
 
 def _read_batched(epoch: Epoch) -> list[str]:
@@ -129,23 +129,15 @@ def _prepare_convert(ctx: Context) -> Workload:
 
 
 def _convert(job: Conversion, fill: Callable[[lmdb.Environment], object]) -> list[tuple[bytes, bytes]]:
-    # Make a fresh store, let `fill` write it, read it back whole, and remove it.
-    where = Path(tempfile.mkdtemp(prefix="fasta_to_lmdb-", dir=job.scratch))
-    try:
-        with creating(where / "store") as env:
-            fill(env)
-            return store_items(env)
-    finally:
-        shutil.rmtree(where, ignore_errors=True)
+    # Make a fresh store, let `fill` write it, read it back whole; the store is removed after.
+    with fresh_store(job.scratch) as env:
+        fill(env)
+        return store_items(env)
 
 
 def _convert_per_record(job: Conversion) -> list[tuple[bytes, bytes]]:
-    def fill(env: lmdb.Environment) -> None:
-        records = list(read_fasta(job.fasta))  # parse the whole file first
-        for record in records:
-            with env.begin(write=True) as txn:  # one write transaction + commit per record
-                txn.put(record.id.encode("utf-8"), record.sequence.encode("ascii"))
-    return _convert(job, fill)
+    # Parse the whole file first, then one write transaction + commit per record.
+    return _convert(job, lambda env: put_each(env, list(read_fasta(job.fasta))))
 
 
 def _convert_batched(job: Conversion) -> list[tuple[bytes, bytes]]:

@@ -21,7 +21,6 @@ torchao; the warning is left visible.
 from __future__ import annotations
 
 import copy
-import io
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -30,10 +29,10 @@ import torch
 from proofbench import Context, Equivalence, Measure, Metric, Size, Skip, Subject, Variant, Workload, register
 from proofbench.capability import missing
 from proofbench.subjects.workloads import minilm
-from proofbench.subjects.workloads.quality import MEAN_COSINE, MIN_COSINE, mean_cosine, min_cosine
+from proofbench.subjects.workloads.quality import MEAN_COSINE, MIN_COSINE, SLIGHT_IMPACT_COSINE, mean_cosine, min_cosine
+from proofbench.subjects.workloads.quantized import dynamic_int8, serialized_bytes
 
 DEVICE = "cpu"
-SLIGHT_IMPACT_COSINE = 0.99
 CALIBRATION_TEXTS = 32
 MODEL_BYTES = Metric("model_bytes", "bytes", higher_is_better=False)
 
@@ -55,13 +54,6 @@ class QuantizedEmbeddings:
 
     values: torch.Tensor
     model_bytes: int
-
-
-def serialized_bytes(model: torch.nn.Module) -> int:
-    """The size of `model`'s state_dict as torch.save writes it (packed int8 weights included)."""
-    buffer = io.BytesIO()
-    torch.save(model.state_dict(), buffer)
-    return buffer.tell()
 
 
 def _texts(size: Size) -> list[str]:
@@ -101,7 +93,7 @@ def _prepare_dynamic(ctx: Context) -> Workload:
     fp32 = minilm.load_model(device=DEVICE)
     models, unavailable = {"baseline": fp32}, {}
     if missing(("int8_cpu",), DEVICE) is None:
-        models["int8"] = torch.ao.quantization.quantize_dynamic(fp32, {torch.nn.Linear}, dtype=torch.qint8)
+        models["int8"] = dynamic_int8(fp32)
     if missing(("torchao",), DEVICE) is None:
         try:
             models["torchao_int8"] = _torchao_int8(fp32)

@@ -14,12 +14,12 @@ import numpy as np
 import torch
 
 from proofbench import Context, Equivalence, Measure, Metric, Size, Subject, Variant, Workload, register
-from proofbench.subjects.inference import REORDER_TOLERANCE, TOKENS
+from proofbench.subjects.inference import TOKENS
 from proofbench.subjects.workloads import minilm
 from proofbench.subjects.workloads.embedding_cache import EmbeddingCache, repeating_stream
 from proofbench.subjects.workloads.esm_encoder import BatchedEmbeddings, ProteinEncoder, file_order, length_order
 from proofbench.subjects.workloads.proteins import generate_proteins
-from proofbench.subjects.workloads.quality import MAX_ABS_DIFF, max_abs_diff
+from proofbench.subjects.workloads.quality import MAX_ABS_DIFF, REORDER_TOLERANCE, max_abs_diff
 from proofbench.subjects.workloads.request_batcher import DynamicBatcher, ServedStream, serve
 
 # -- embedding cache ------------------------------------------------------------------

@@ -42,14 +42,11 @@ class Texts:
 
 
 def _one_by_one(work: Texts) -> list[list[int]]:
-    return [work.slow(text)["input_ids"] for text in work.texts]
+    return tokenizer.ids_one_by_one(work.slow, work.texts)
 
 
 def _batched(work: Texts) -> list[list[int]]:
-    ids: list[list[int]] = []
-    for start in range(0, len(work.texts), work.batch):
-        ids.extend(work.fast(work.texts[start:start + work.batch])["input_ids"])
-    return ids
+    return tokenizer.ids_batched(work.fast, work.texts, work.batch)
 
 
 def mismatched(base: list[list[int]], other: list[list[int]]) -> float:
@@ -134,7 +131,7 @@ def _pad(work: PaddingWork, order: list[int], **padding: Any) -> Padded:
 
 def _fits(work: PaddingWork) -> list[int]:
     # Pre-filter: sequences whose residues plus <cls> and <eos> fit in short_length tokens.
-    return [i for i, s in enumerate(work.sequences) if len(s) + 2 <= work.short_length]
+    return tokenizer.fitting(work.sequences, work.short_length)
 
 
 def _pad_max_length(work: PaddingWork) -> Padded:

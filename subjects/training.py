@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import psutil
 import torch
 
 from proofbench import Context, Equivalence, Measure, Metric, Size, State, Subject, Variant, Workload, register
@@ -19,7 +18,17 @@ from proofbench.subjects.workloads.attention import CachedMask, CausalLM, FreshM
 from proofbench.subjects.workloads.compiled_model import COMPILE_SECONDS, compile_warm
 from proofbench.subjects.workloads.models import VOCAB_SIZE, causal_lm_batches, esm_mlm, gpt2_lm, mlm_batches
 from proofbench.subjects.workloads.quality import MAX_ABS_DIFF
-from proofbench.subjects.workloads.trainer import LOSS_DELTA, Accumulated, TrainingRun, accumulate, loss_delta, train
+from proofbench.subjects.workloads.trainer import (
+    LOSS_DELTA,
+    MIXED_PRECISION_TOLERANCE,
+    Accumulated,
+    TrainingRun,
+    accumulate,
+    checkpointing,
+    loss_delta,
+    memory_snapshot,
+    train,
+)
 
 # Loss tolerance for variants that do the same arithmetic: exact on CPU, but some GPU backward
 # kernels add with atomics, so two identical runs may differ in the last bits there.
@@ -67,8 +76,6 @@ def _tf32(run: TrainingRun) -> torch.Tensor:
         torch.backends.cuda.matmul.fp32_precision = before
 
 
-MIXED_PRECISION_TOLERANCE = 0.02
-
 register(Subject(
     area="training", name="mixed_precision", item="sequence",
     description="N AdamW steps of a GPT-2 style protein LM in fp32 vs autocast bf16 (fp16 + GradScaler, TF32 on GPU)",
@@ -100,11 +107,8 @@ def _checkpointing_off(run: TrainingRun) -> torch.Tensor:
 
 
 def _checkpointing_on(run: TrainingRun) -> torch.Tensor:
-    run.model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
-    try:
+    with checkpointing(run.model):
         return train(run)
-    finally:
-        run.model.activation_checkpointing_disable()
 
 
 register(Subject(
@@ -303,17 +307,6 @@ register(Subject(
 
 
 # -- memory_queries ----------------------------------------------------------------------
-
-def memory_snapshot(device: str) -> dict[str, float]:
-    """The memory figures seed 000's trainer logs: CPU use, RSS, free RAM, and GPU memory on CUDA."""
-    snapshot = {"cpu_percent": psutil.cpu_percent(), "rss": float(psutil.Process().memory_info().rss),
-                "available": float(psutil.virtual_memory().available)}
-    if device == "cuda":
-        snapshot.update(allocated=float(torch.cuda.memory_allocated()),
-                        reserved=float(torch.cuda.memory_reserved()),
-                        peak=float(torch.cuda.max_memory_allocated()))
-    return snapshot
-
 
 @dataclass(frozen=True)
 class Logged:

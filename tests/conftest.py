@@ -63,3 +63,14 @@ def catalogue_registry():
     from proofbench.catalogue import load_catalogue
 
     return load_catalogue(project.load(REPO / "proofbench.toml")).registry
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """One intra-op thread, as the quick profile runs: faster and steadier on a small machine."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -112,7 +112,8 @@ def test_a_flat_history_exits_0_with_the_documented_shape(sqlite_url, capsys):
     assert report["check"]["branch"] == "main" and report["check"]["previous"] is None
     assert report["check"]["order"] == ["first-parent history"]
     assert report["counts"] == {"series": 2, "new_regressions": 0, "new_improvements": 0,
-                                "still_open_regressions": 0, "still_open_improvements": 0, "resolved": 0}
+                                "still_open_regressions": 0, "still_open_improvements": 0, "suspected": 0,
+                                "dropped": 0, "resolved": 0}
     assert report["alerts"] == []
 
 
@@ -121,8 +122,10 @@ def test_a_slowdown_is_a_new_regression_naming_its_commit(step, capsys):
     assert status == 1 and report["status"] == "regression" and report["counts"]["new_regressions"] == 1
     (alert,) = report["alerts"]
     assert set(alert) == {"id", "state", "kind", "series", "commit", "previous_commit", "before", "after", "ratio",
-                          "p_value", "score", "first_reported", "resolved_at"}
+                          "p_value", "score", "first_reported", "resolved_at", "confirmation", "culprit", "bisection",
+                          "answer"}
     assert (alert["state"], alert["kind"]) == ("new", "regression")
+    assert (alert["confirmation"], alert["culprit"], alert["bisection"], alert["answer"]) == (None,) * 4
     assert alert["series"] == {"machine": "box", "environment": "virtualenv-py3.11", "benchmark": TIME,
                                "subject": "loading.lmdb_read", "metric": "time", "unit": "seconds",
                                "higher_is_better": False, "params": PARAMS}

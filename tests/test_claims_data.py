@@ -15,7 +15,7 @@ def test_claims_file_parses_and_covers_every_area():
     claims = load_claims(REPO / "subjects" / "claims.toml")
     assert len(claims) >= 40
     assert {c.subject.split(".")[0] for c in claims} == {"loading", "tokenization", "training", "inference",
-                                                         "quantization"}
+                                                         "quantization", "pipelines"}
 
 
 def test_every_claim_names_a_registered_subject_variant_and_metric():

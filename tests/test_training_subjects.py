@@ -15,6 +15,7 @@ from proofbench.registry import REGISTRY
 from proofbench.subjects.workloads.attention import CachedMask, causal_mask
 from proofbench.subjects.workloads.trainer import accumulate, train
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 catalogue_registry()  # every area module, in the registry's order, before naming any subject module
 from proofbench.subjects import training  # noqa: E402
 
@@ -26,15 +27,6 @@ EXACT_ON_CPU = ("training.gradient_checkpointing", "training.causal_mask_cache",
                 "loading.dataloader")
 GPU_ONLY = (("training.mixed_precision", "fp16"), ("training.mixed_precision", "tf32"),
             ("loading.dataloader", "pinned"))
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """One intra-op thread, as the quick profile runs: faster and steadier on a small machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _prepare(key: str, cache_dir: Path, variant: str = "baseline") -> tuple[Subject, Workload]:

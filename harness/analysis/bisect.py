@@ -13,9 +13,19 @@ but over the mean of every parameter set, with one measurement per commit and no
 from __future__ import annotations
 
 import enum
+import itertools
 import math
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from proofbench import git
+from proofbench.db.alerts import Alert
+from proofbench.db.models import Commit
+from proofbench.pipeline.remeasure import Bench, Target, between
 
 TRIES = 2
 UNSURE = 0.25  # a value within this share of the step's (log) size of its middle cannot be told
@@ -109,3 +119,36 @@ def _outwards(mid: int, good: int, bad: int) -> list[int]:
                 out.append(candidate)
         step += 1
     return out
+
+
+def locate(session: Session, alert: Alert, bench: Bench, *, tries: int = TRIES) -> Bisection:
+    """Bisect the commits between `alert`'s previous measured commit and its commit, measuring
+    each on this machine with `bench`; stores what was found with the alert (`culprit`, and
+    `bisection`: every measurement, the commits skipped, the seconds it took)."""
+    target = Target.of(alert.benchmark.name, alert.params_key)
+    started = time.monotonic()
+    if alert.previous_commit is None:  # nothing measured before it: the alert's commit is the first bad one
+        commits, found = [alert.commit.hash], Bisection(alert.commit.hash, alert.commit.hash, alert.commit.hash)
+    else:
+        commits = between(bench.repo, bench.branch, alert.previous_commit.hash, alert.commit.hash)
+        runs = itertools.count()  # each measurement in a results directory of its own
+        found = bisect(lambda c: bench.once(target, c, f"{next(runs)}-{c[:12]}")[0], commits,
+                       alert.before, alert.after, tries=tries)
+    alert.bisection = {"between": len(commits), "first": found.first, "last": found.last,
+                       "steps": [{"commit": s.commit, "value": s.value if s.value is None or math.isfinite(s.value)
+                                  else None, "side": s.side.value} for s in found.steps],
+                       "skipped": list(found.skipped), "seconds": round(time.monotonic() - started, 3)}
+    alert.culprit = _commit(session, bench, found.culprit) if found.culprit else None
+    return found
+
+
+def _commit(session: Session, bench: Bench, commit: str) -> Commit:
+    # the culprit's row, made (with its subject line, author and dates) where no result names it yet
+    row = session.scalars(select(Commit).where(Commit.hash == commit)).first()
+    if row is None:
+        info = git.commit_info(bench.repo, commit)
+        row = Commit(hash=commit, subject=info.subject if info else "", author=(info.author if info else "")[:200],
+                     authored_at=info.authored_at if info else None, committed_at=info.committed_at if info else None)
+        session.add(row)
+        session.flush()
+    return row

@@ -15,8 +15,17 @@ compares what it finds with the alerts earlier checks raised (`db.alerts`):
   resolved when a later step of the same series in the opposite direction brings the level
   back past the middle of the alert's step (geometric middle for positive values).
 
-The check reports new alerts, alerts still open, and those resolved tonight. Its exit
-status is 1 when there is a new regression (or, with fail_on="open", any open one).
+A step at the end of a history with too few points after it for the detector to decide (at most
+`Tuning.suspect_after`, 5, see `detect`) is *suspected*: kept as an alert of that status, and
+measured again (`proofbench.analysis.confirm`: the commit before and the newest, in alternating
+rounds) within the check's time budget. Confirmed, it becomes a new alert; dropped, it is kept
+as `dropped` and not measured again; inconclusive, or where it cannot be measured again (another
+machine's series, no repository to build, confirmation off), it stays suspected with the reason,
+and the history decides it once enough points are in.
+
+The check reports new alerts, suspected ones, alerts still open, those dropped and those resolved
+tonight. Its exit status is 1 when there is a new regression (or, with fail_on="open", any open
+one) that nobody has answered (`proofbench alerts ack` / `accept`); suspected steps never fail it.
 Its documented, versioned JSON format (docs/nightly.md) is written by `proofbench.reports.check`.
 """
 from __future__ import annotations
@@ -30,17 +39,18 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from proofbench import git
+from proofbench.analysis import confirm
 from proofbench.analysis import series as series_mod
 from proofbench.analysis.detect import ChangePoint, detect
 from proofbench.analysis.series import CommitRef, Order, Series
-from proofbench.db.alerts import Alert, CheckRun
+from proofbench.db.alerts import Alert, CheckRun, standing
 from proofbench.db.commits import place
 from proofbench.db.models import Commit
 from proofbench.errors import InputError
 from proofbench.project import CheckSettings
 
 RADIUS = 4  # points: a step found again this close to an alert is that alert (as detect.Tracker)
-STATES = ("new", "open", "resolved")
+STATES = ("new", "suspected", "open", "dropped", "resolved")
 FAIL_ON = ("new", "open")
 
 
@@ -54,8 +64,11 @@ class Since:
 
 @dataclass(frozen=True)
 class Finding:
-    """One alert as this check reports it. `state`: new (raised by this check), open
-    (raised earlier, not resolved) or resolved (by this check)."""
+    """One alert as this check reports it. `state`: new (raised by this check, or confirmed by
+    it), suspected (not decided yet), open (raised earlier, not resolved), dropped (by this
+    check's re-measurement) or resolved (by this check). `confirmation`: the stored
+    re-measurement (`confirm.stored`); `culprit`, `bisection`: what bisecting found; `answer`:
+    the standing ack or accept (action, by, at, note)."""
 
     id: int | None
     state: str
@@ -77,6 +90,10 @@ class Finding:
     first_check: int | None
     first_reported_at: str
     resolved_at: CommitRef | None
+    confirmation: dict | None = None
+    culprit: CommitRef | None = None
+    bisection: dict | None = None
+    answer: dict | None = None
 
     @property
     def ratio(self) -> float:
@@ -109,21 +126,23 @@ class CheckReport:
 
     @property
     def exit_code(self) -> int:
-        """1 when a regression is found (new ones, or open ones with fail_on='open'), else 0."""
+        """1 when a regression nobody answered is found (new ones, or open ones with
+        fail_on='open'), else 0."""
         states = ("new",) if self.fail_on == "new" else ("new", "open")
-        return 1 if any(f.regression and f.state in states for f in self.findings) else 0
+        return 1 if any(f.regression and f.state in states and f.answer is None for f in self.findings) else 0
 
 
 def run_check(engine: Engine, branch: str, *, since: str | None = None, repo: Path | None = None,
               record: bool = True, fail_on: str = "new", now: dt.datetime | None = None,
-              settings: CheckSettings | None = None) -> CheckReport:
+              settings: CheckSettings | None = None,
+              confirming: confirm.Confirming = confirm.Confirming()) -> CheckReport:
     """Check every series of `branch` with `settings` (default: the defaults of the project
     file); with `repo`, commits are placed on its first-parent history first, and a database
-    with results none of which could be placed is an InputError. With `record` False the
-    check runs but stores nothing."""
+    with results none of which could be placed is an InputError. Suspected steps are measured
+    again as `confirming` says. With `record` False the check runs but stores nothing."""
     if fail_on not in FAIL_ON:
         raise InputError(f"check: fail_on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     settings = settings or CheckSettings()
     with Session(engine) as session:
         placed = place(session, _first_parent(repo, branch), branch) if repo else 0
@@ -138,8 +157,10 @@ def run_check(engine: Engine, branch: str, *, since: str | None = None, repo: Pa
         session.add(run)
         session.flush()
         all_series = series_mod.load(session, branch, order)
-        raised, resolved = _update_alerts(session, all_series, run, order, settings)
-        findings = _findings(session, run, raised, resolved, bound, order)
+        raised, resolved, suspects = _update_alerts(session, all_series, run, order, settings)
+        confirmed, dropped = confirm.settle(suspects, confirming, settings)
+        confirm.bisect_new(session, [a for a in raised + confirmed if a.regression and a.status == "open"], confirming)
+        findings = _findings(session, run, raised + confirmed, resolved, dropped, bound, order)
         report = CheckReport(run.id if record else None, now.isoformat(timespec="seconds"), branch, since,
                              (previous.id, _iso(previous.started_at)) if previous else None, len(all_series),
                              placed, findings if record else _unrecorded(findings, run.id), fail_on, record,
@@ -189,7 +210,7 @@ def _date(text: str) -> dt.datetime | None:
 
 def _utc(value: dt.datetime) -> dt.datetime:
     # SQLite hands timestamps back without their zone; they were stored as UTC or local git time.
-    return value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value.astimezone(dt.timezone.utc)
+    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
 
 
 def _iso(value: dt.datetime | None) -> str:
@@ -197,26 +218,38 @@ def _iso(value: dt.datetime | None) -> str:
 
 
 def _update_alerts(session: Session, all_series: list[Series], run: CheckRun, order: Order,
-                   settings: CheckSettings) -> tuple[list[Alert], list[Alert]]:
-    """Match tonight's change points to known alerts; returns (raised, resolved) alerts."""
+                   settings: CheckSettings) -> tuple[list[Alert], list[Alert], list[confirm.Suspected]]:
+    """Match tonight's change points to known alerts; returns the alerts raised, those resolved,
+    and the suspected steps seen tonight (with their series and change point)."""
     known: dict[tuple, list[Alert]] = {}
     for alert in session.scalars(select(Alert).order_by(Alert.id)):
         known.setdefault(_key(alert), []).append(alert)
     raised: list[Alert] = []
+    suspects: list[confirm.Suspected] = []
     rank = {i: c.rank for i, c in order.commits.items()}
     for s in all_series:
         alerts = known.setdefault((s.key.machine_id, s.key.environment_id, s.key.benchmark_id, s.key.params_key), [])
         for cp in _changes(s, settings):
             match = next((a for a in alerts if _same(s, a, cp, rank)), None)
-            if match is not None:
-                match.seen_by_id = run.id
-                continue
-            alert = _new_alert(s, cp, run)
-            session.add(alert)
-            alerts.append(alert)
-            raised.append(alert)
+            if match is None:
+                match = _new_alert(s, cp, run)
+                session.add(match)
+                alerts.append(match)
+                raised += [] if cp.suspected else [match]
+            elif match.status in ("suspected", "dropped") and not cp.suspected:
+                _decided(match, cp)  # the history alone decides it now
+                raised.append(match)
+            match.seen_by_id = run.id
+            if match.status == "suspected":
+                suspects.append((match, s, cp))
     session.flush()
-    return raised, _resolve(known, run, rank)
+    return raised, _resolve(known, run, rank), suspects
+
+
+def _decided(alert: Alert, cp: ChangePoint) -> None:
+    # A suspected (or dropped) step the history now decides: an alert, with the decided figures.
+    alert.status = "open"
+    alert.before, alert.after, alert.p_value, alert.score = cp.before, cp.after, cp.p_value, cp.score
 
 
 def _key(alert: Alert) -> tuple:
@@ -228,7 +261,7 @@ def _changes(s: Series, settings: CheckSettings) -> list[ChangePoint]:
     rule = settings.for_benchmark(s.benchmark)
     higher = s.higher_is_better if rule.higher_is_better is None else rule.higher_is_better
     return detect(s.values, samples=samples if any(x is not None for x in samples) else None,
-                  higher_is_better=higher, min_step=rule.min_step, alpha=rule.significance)
+                  higher_is_better=higher, min_step=rule.min_step, alpha=rule.significance, suspected=True)
 
 
 def _same(s: Series, alert: Alert, cp: ChangePoint, rank: dict[int, int]) -> bool:
@@ -248,7 +281,8 @@ def _new_alert(s: Series, cp: ChangePoint, run: CheckRun) -> Alert:
                  benchmark_id=s.key.benchmark_id, params_key=s.key.params_key, params=s.params,
                  commit_id=s.points[cp.index].commit.id, previous_commit_id=previous.id if previous else None,
                  direction=cp.direction, regression=cp.regression, before=cp.before, after=cp.after,
-                 p_value=cp.p_value, score=cp.score, status="open", raised_by_id=run.id, seen_by_id=run.id)
+                 p_value=cp.p_value, score=cp.score, status="suspected" if cp.suspected else "open",
+                 raised_by_id=run.id, seen_by_id=run.id)
 
 
 def _resolve(known: dict[tuple, list[Alert]], run: CheckRun, rank: dict[int, int]) -> list[Alert]:
@@ -268,7 +302,8 @@ def _resolve(known: dict[tuple, list[Alert]], run: CheckRun, rank: dict[int, int
 
 def _later_opposite(alert: Alert, alerts: list[Alert], rank: dict[int, int]) -> list[Alert]:
     at = rank.get(alert.commit_id, -1)
-    later = [b for b in alerts if b.direction == -alert.direction and rank.get(b.commit_id, -1) > at]
+    later = [b for b in alerts if b.direction == -alert.direction and b.status in ("open", "resolved")
+             and rank.get(b.commit_id, -1) > at]
     return sorted(later, key=lambda b: rank[b.commit_id])
 
 
@@ -282,14 +317,16 @@ def brought_back(before: float, after: float, level: float) -> bool:
     return level <= middle if after > before else level >= middle
 
 
-def _findings(session: Session, run: CheckRun, raised: list[Alert], resolved: list[Alert],
+def _findings(session: Session, run: CheckRun, raised: list[Alert], resolved: list[Alert], dropped: list[Alert],
               bound: Since | None, order: Order) -> tuple[Finding, ...]:
-    """New, still open and just resolved alerts, in a stable order."""
-    new_ids = {a.id for a in raised}
+    """New, suspected, still open, dropped and just resolved alerts, in a stable order."""
     states = {a.id: ("resolved" if a in resolved else "new") for a in raised}
     states.update({a.id: "resolved" for a in resolved})
+    states.update({a.id: "dropped" for a in dropped})
     for alert in session.scalars(select(Alert).where(Alert.status == "open")):
-        states.setdefault(alert.id, "new" if alert.id in new_ids else "open")
+        states.setdefault(alert.id, "open")
+    for alert in session.scalars(select(Alert).where(Alert.status == "suspected", Alert.seen_by_id == run.id)):
+        states.setdefault(alert.id, "suspected")
     out = []
     for alert_id, state in states.items():
         alert = session.get(Alert, alert_id)
@@ -309,7 +346,14 @@ def _ref(commit: Commit | None, order: Order) -> CommitRef | None:
     known = order.commits.get(commit.id)
     return CommitRef(commit.id, commit.hash, commit.subject or "", commit.position,
                      _iso(commit.authored_at) or None, _iso(commit.committed_at) or None,
-                     known.rank if known is not None else -1)
+                     known.rank if known is not None else -1, commit.author or "")
+
+
+def answer_of(alert: Alert) -> dict | None:
+    """The standing ack or accept of `alert` as the check reports it, or None."""
+    action = standing(alert)
+    return None if action is None else {"action": action.action, "by": action.by, "at": _iso(action.at),
+                                         "note": action.note}
 
 
 def _finding(alert: Alert, state: str, run: CheckRun, order: Order) -> Finding:
@@ -320,7 +364,8 @@ def _finding(alert: Alert, state: str, run: CheckRun, order: Order) -> Finding:
     return Finding(alert.id, state, alert.regression, alert.machine.name, alert.environment.name, bench.name,
                    bench.subject, bench.metric, bench.unit, higher, dict(alert.params or {}),
                    _ref(alert.commit, order), _ref(alert.previous_commit, order), alert.before, alert.after,
-                   alert.p_value, alert.score, first.id, _iso(first.started_at), _ref(alert.resolved_at, order))
+                   alert.p_value, alert.score, first.id, _iso(first.started_at), _ref(alert.resolved_at, order),
+                   alert.confirmation, _ref(alert.culprit, order), alert.bisection, answer_of(alert))
 
 
 def _unrecorded(findings: tuple[Finding, ...], run_id: int) -> tuple[Finding, ...]:

@@ -14,14 +14,27 @@ The rules, with m = `min_step` and the interval at confidence 1 - `alpha`:
 - dropped: the interval lies within [1 - m, 1 + m] (no step of the minimum size), or
   excludes 1 on the other side (the level moved the other way);
 - inconclusive: anything else, including fewer than `round_ratio`'s minimum of rounds.
+
+`settle` is the nightly check's step that applies these rules to tonight's suspected alerts
+(`proofbench.analysis.check`), within a time budget; `bisect_new` then asks for the first bad
+commit of each new regression.
 """
 from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass
-from typing import Protocol, Sequence
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Callable, Protocol
 
+from sqlalchemy.orm import Session
+
+from proofbench.analysis.detect import ChangePoint
+from proofbench.analysis.series import Series
+from proofbench.db.alerts import Alert
+from proofbench.errors import ProofbenchError
+from proofbench.project import CheckSettings
 from proofbench.stats import MIN_ROUNDS, RoundRatio, round_ratio
 
 ALPHA = 0.05
@@ -73,6 +86,46 @@ class Confirmation:
     direction: int
     expected: float
     min_step: float
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """A re-measurement of two commits for one series: each round's value of the commit before
+    and of the commit after (None where a commit failed that round), the seconds it took, and
+    why it stopped ("rounds": all done, "budget": the time ran out)."""
+
+    before_commit: str
+    after_commit: str
+    before: tuple[float | None, ...]
+    after: tuple[float | None, ...]
+    seconds: float
+    stopped: str = "rounds"
+
+    def paired(self) -> tuple[list[float], list[float]]:
+        """The rounds where both commits have a value."""
+        pairs = [(b, a) for b, a in zip(self.before, self.after) if b is not None and a is not None]
+        return [b for b, _ in pairs], [a for _, a in pairs]
+
+
+class Remeasure(Protocol):
+    """Measures two commits of one series again (the check command builds one on
+    `proofbench.pipeline.remeasure.Bench.pair`),
+    or says in a sentence why it cannot (another machine's series, no repository to build)."""
+
+    def __call__(self, machine: str, benchmark: str, key: str, before: str, after: str,
+                 budget: float) -> Rounds | str: ...
+
+
+def stored(confirmation: Confirmation | None, rounds: Rounds | None = None, reason: str = "") -> dict:
+    """What an alert keeps of a confirmation attempt (the JSON of `alerts.confirmation`): the
+    decision and its figures, the rounds' values, or only why none was made."""
+    out: dict = {"outcome": "not_remeasured", "reason": reason} if confirmation is None else {
+        **asdict(confirmation), "outcome": confirmation.outcome.value, "reason": confirmation.reason.value}
+    if rounds is not None:
+        out.update(before_commit=rounds.before_commit, after_commit=rounds.after_commit,
+                   before_rounds=list(rounds.before), after_rounds=list(rounds.after),
+                   seconds=round(rounds.seconds, 3), stopped=rounds.stopped)
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
 
 
 def commits(index: int, newest: int, slack: int = SLACK) -> tuple[int, int]:
@@ -133,3 +186,66 @@ def _rule(direction: int, estimate: float, low: float, high: float, rounds: int,
     if down <= low and high <= up:
         return Outcome.DROPPED, Reason.WITHIN_MIN_STEP
     return Outcome.INCONCLUSIVE, Reason.WIDE
+
+
+# --- the nightly check's confirmation step ------------------------------------------
+
+BUDGET = 600.0  # seconds of re-measurement one check may spend confirming suspected steps
+NO_CONFIRM = "confirmation is off (check --no-confirm)"
+Suspected = tuple[Alert, Series, ChangePoint]  # a suspected alert, its series and tonight's change point
+
+
+@dataclass(frozen=True)
+class Confirming:
+    """How a check confirms suspected steps: `remeasure` (None: it does not) within `budget`
+    seconds; and, with `bisect`, how it finds the first bad commit of each new regression
+    among the commits no run measured (`proofbench.analysis.bisect.locate`)."""
+
+    remeasure: Remeasure | None = None
+    budget: float = BUDGET
+    bisect: Callable[[Session, Alert], object] | None = None
+
+
+def settle(suspects: list[Suspected], confirming: Confirming,
+           settings: CheckSettings) -> tuple[list[Alert], list[Alert]]:
+    """Measure suspected steps again, regressions and larger steps first, within the budget;
+    returns the alerts confirmed and those dropped. Each attempt is stored with its alert."""
+    started = time.monotonic()
+    confirmed, dropped = [], []
+    for alert, s, cp in sorted(suspects, key=lambda x: (not x[0].regression, -abs(math.log(_ratio(x[2]))))):
+        left = confirming.budget - (time.monotonic() - started)
+        if confirming.remeasure is None or left <= 0:
+            reason = NO_CONFIRM if confirming.remeasure is None else \
+                f"the confirmation budget ({confirming.budget:g} s) was spent on other series"
+            alert.confirmation = stored(None, reason=reason)
+            continue
+        newest = max(i for i, p in enumerate(s.points) if p.value is not None)
+        first, last = commits(cp.index, newest)
+        got = confirming.remeasure(s.machine, s.benchmark, s.key.params_key, s.points[first].commit.hash,
+                                   s.points[last].commit.hash, left)
+        if isinstance(got, str):
+            alert.confirmation = stored(None, reason=got)
+            continue
+        decision = decide(cp, *got.paired(), min_step=settings.for_benchmark(s.benchmark).min_step)
+        alert.confirmation = stored(decision, got)
+        if decision.outcome is Outcome.CONFIRMED:
+            alert.status = "open"
+            confirmed.append(alert)
+        elif decision.outcome is Outcome.DROPPED:
+            alert.status = "dropped"
+            dropped.append(alert)
+    return confirmed, dropped
+
+
+def bisect_new(session: Session, alerts: list[Alert], confirming: Confirming) -> None:
+    """Each new regression's first bad commit, with `confirming.bisect`; a bisection that cannot
+    run says why in the alert."""
+    for alert in alerts if confirming.bisect is not None else ():
+        try:
+            confirming.bisect(session, alert)
+        except ProofbenchError as exc:
+            alert.bisection = {"error": str(exc)}
+
+
+def _ratio(cp: ChangePoint) -> float:
+    return cp.after / cp.before if cp.before > 0 and cp.after > 0 else 1.0

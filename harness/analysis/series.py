@@ -12,8 +12,8 @@ branch (results ingested without their repository), every commit is ordered as
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -33,6 +33,7 @@ class CommitRef:
     authored_at: str | None
     committed_at: str | None
     rank: int  # where it stands in the order: its position, else its index among the commits by date
+    author: str = ""
 
     @property
     def short(self) -> str:
@@ -95,7 +96,7 @@ def _iso(value) -> str | None:
 def ref(commit: Commit, rank: int) -> CommitRef:
     """How a series point names `commit`, standing at `rank` in the order."""
     return CommitRef(commit.id, commit.hash, commit.subject or "", commit.position, _iso(commit.authored_at),
-                     _iso(commit.committed_at), rank)
+                     _iso(commit.committed_at), rank, commit.author or "")
 
 
 def _point(status: str, value: float | None, samples: list | None, commit: CommitRef) -> SeriesPoint:

@@ -16,6 +16,7 @@ import traceback
 
 from proofbench.cli import (
     alerts,
+    bisect,
     calibrate,
     check,
     compare,
@@ -34,7 +35,8 @@ from proofbench.cli import (
 from proofbench.cli.common import error_line
 from proofbench.errors import ProofbenchError
 
-COMMANDS = (init, run, history, check, gate, alerts, ingest, report, table, compare, machine, calibrate, profile, generate, db)
+COMMANDS = (init, run, history, check, gate, bisect, alerts,
+            ingest, report, table, compare, machine, calibrate, profile, generate, db)
 INTERNAL_ERROR = 3
 DEBUG_VAR = "PROOFBENCH_DEBUG"
 

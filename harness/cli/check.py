@@ -6,6 +6,7 @@ with --format json). The JSON format is documented in docs/nightly.md.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from pathlib import Path
 
@@ -30,6 +31,16 @@ def add_parser(sub) -> None:
                         help="exit 1 for new regressions (default) or for any open one")
     parser.add_argument("--no-record", action="store_true",
                         help="look without recording this check (the next one still sees the same alerts as new)")
+    parser.add_argument("--no-confirm", action="store_true", help="do not measure suspected steps again (they stay "
+                        "suspected until the history decides them)")
+    parser.add_argument("--confirm-budget", type=float, default=600.0, metavar="SECONDS",
+                        help="most seconds spent measuring suspected steps again (default 600)")
+    parser.add_argument("--confirm-rounds", type=int, default=6, metavar="N",
+                        help="alternating rounds of the commit before and after a suspected step (default 6)")
+    parser.add_argument("--bisect", action="store_true", help="find each new regression's first bad commit among "
+                        "the commits no run measured (see proofbench bisect)")
+    parser.add_argument("--profile", default=None, help="the profile re-measurements run with (default: the "
+                        "project's default)")
     add_db_option(parser)
     parser.set_defaults(handler=handle)
 
@@ -48,8 +59,9 @@ def handle(args: argparse.Namespace) -> int:
             db = scratch_copy(db)
         report = check.run_check(db, branch, since=args.since, repo=None if args.no_git else repo,
                                  record=not args.no_record, fail_on=args.fail_on,
-                                 settings=found.check if found is not None else None)
-    except Exception as exc:  # noqa: BLE001 - a bot reading --format json always gets an object
+                                 settings=found.check if found is not None else None,
+                                 confirming=_confirming(args, found))
+    except Exception as exc:
         if args.format == "json":
             code = exc.exit_code if isinstance(exc, ProofbenchError) else 3
             print(json.dumps(shown.error_json(error_line(exc, args), exit_code=code), indent=2))
@@ -59,6 +71,48 @@ def handle(args: argparse.Namespace) -> int:
     else:
         print(shown.markdown(report) if args.format == "markdown" else shown.text(report))
     return report.exit_code
+
+
+def _confirming(args: argparse.Namespace, found):
+    # How suspected steps are measured again (and new regressions bisected): on this machine,
+    # with the project's suite and repository; where either is missing each suspect says why.
+    from proofbench.analysis import bisect
+    from proofbench.analysis.confirm import Confirming, Rounds
+    from proofbench.cli.common import bench
+    from proofbench.errors import InputError, RunError
+    from proofbench.pipeline.remeasure import Target
+
+    if args.confirm_rounds < 1 or args.confirm_budget < 0:
+        raise InputError(f"--confirm-rounds must be at least 1 and --confirm-budget not negative, got "
+                         f"{args.confirm_rounds} and {args.confirm_budget:g}")
+    @functools.cache
+    def suite():  # made the first time a suspect needs it: capturing the machine takes a moment
+        if found is None:
+            return "no proofbench.toml here: no suite to measure"
+        try:
+            return bench(found, args.profile)
+        except (InputError, RunError) as exc:
+            return f"cannot measure here: {exc}"
+
+    def remeasure(machine: str, benchmark: str, key: str, before: str, after: str, budget: float):
+        ready = suite()
+        if isinstance(ready, str):
+            return ready
+        if machine != ready.machine.name:
+            return (f"measured on machine {machine!r}; only this machine's ({ready.machine.name!r}) series are "
+                    f"measured again here")
+        target = Target.of(benchmark, key)
+        got = ready.pair(target, before, after, rounds=args.confirm_rounds, budget=budget)
+        return Rounds(before, after, tuple(got.series(before, target)), tuple(got.series(after, target)),
+                      got.seconds, got.stopped)
+
+    def locate(session, alert):
+        ready = suite()
+        if isinstance(ready, str):
+            raise RunError(ready)
+        return bisect.locate(session, alert, ready)
+
+    return Confirming(None if args.no_confirm else remeasure, args.confirm_budget, locate if args.bisect else None)
 
 
 def _repository(args: argparse.Namespace, found) -> tuple[Path | None, str]:

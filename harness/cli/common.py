@@ -4,8 +4,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 from rich.console import Console
 
@@ -103,3 +103,20 @@ def regenerate(catalogue, layout) -> None:
 
     for path in generate(catalogue.registry, layout.benchmarks):
         say(f"regenerated {path} (commit it for runs across commits)", style="yellow")
+
+
+def bench(found: Project, profile_name: str | None):
+    """The project's suite ready to measure commits again on this machine (confirmation,
+    bisection); RunError/InputError where its repository is not a local checkout."""
+    from proofbench.catalogue import load_catalogue
+    from proofbench.machine.capture import capture
+    from proofbench.pipeline import history
+    from proofbench.pipeline.asv import Layout
+    from proofbench.pipeline.remeasure import Bench
+    from proofbench.profile import get_profile
+
+    layout = Layout.of(found)
+    repo = history.repository(layout)
+    regenerate(load_catalogue(found), layout)
+    profile = get_profile(profile_name, found.profiles)
+    return Bench(layout, repo, history.default_branch(layout, repo), profile, capture())

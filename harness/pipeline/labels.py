@@ -14,7 +14,7 @@ its results directory's `benchmarks.json` (type, unit, parameter names), else fr
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,12 +52,15 @@ class Label:
     kind: str = "subject"
 
 
-def of(info: "BenchmarkInfo") -> Label:
+def of(info: BenchmarkInfo) -> Label:
     """The label of one benchmark of the generated suite."""
     subject = info.subject
     details = {"description": subject.description,
-               "variants": {v.name: {"description": v.description, "requires": list(v.requires)}
+               "variants": {v.name: {"description": v.description, "requires": list(v.requires),
+                                     **({"parts": list(v.parts)} if subject.parts else {})}
                             for v in subject.variants},
+               **({"parts": [{**asdict(p), "requires": list(p.requires)} for p in subject.parts]}
+                  if subject.parts else {}),
                "equivalence": {"metric": subject.equivalence.metric.name,
                                "tolerance": subject.equivalence.tolerance,
                                "higher_is_better": subject.equivalence.metric.higher_is_better,

@@ -13,12 +13,13 @@ never anything named by a results file.
 """
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Sequence
 
 from proofbench import git
 from proofbench.errors import InputError, RunError
@@ -35,10 +36,19 @@ class Target:
     benchmark: str
     params: tuple[str, ...]
 
+    @classmethod
+    def of(cls, benchmark: str, key: str) -> Target:
+        """The target of a stored series: its benchmark and parameters key (a JSON list)."""
+        return cls(benchmark, tuple(str(v) for v in json.loads(key)))
+
     def pattern(self) -> str:
-        """asv's --bench regex for exactly this benchmark and parameter set."""
-        shown = ", ".join(repr(p) for p in self.params)
-        return "^" + re.escape(self.benchmark) + (re.escape(f"({shown})") if self.params else "") + "$"
+        """asv's --bench regex for exactly this benchmark and parameter set. asv names a
+        parameter set by its values' reprs ('fast', 100); results keep a string without its
+        quotes, so each value matches either way."""
+        if not self.params:
+            return "^" + re.escape(self.benchmark) + "$"
+        shown = ", ".join(f"(?:{re.escape(p)}|'{re.escape(p)}'|\"{re.escape(p)}\")" for p in self.params)
+        return "^" + re.escape(self.benchmark) + r"\(" + shown + r"\)$"
 
 
 @dataclass(frozen=True)
@@ -120,3 +130,28 @@ def between(repo: Path, branch: str, older: str, newer: str) -> list[str]:
     if older not in hashes or newer not in hashes:
         raise RunError(f"{repo}: {older[:8]} or {newer[:8]} is not on {branch}'s first-parent history")
     return hashes[hashes.index(older) + 1: hashes.index(newer) + 1]
+
+
+@dataclass(frozen=True)
+class Bench:
+    """A repository's suite ready to measure commits again on this machine: what the nightly
+    check's confirmation and bisection need (`pair`, `once`)."""
+
+    layout: Layout
+    repo: Path
+    branch: str
+    profile: Profile
+    machine: MachineProfile
+
+    def pair(self, target: Target, before: str, after: str, *, rounds: int,
+             budget: float | None) -> Remeasured:
+        """`before` and `after` in alternating rounds, for one series."""
+        return alternate(self.layout, self.repo, self.branch, (before, after), [target], self.profile,
+                         self.machine, rounds=rounds, budget=budget)
+
+    def once(self, target: Target, commit: str, label: str) -> tuple[float | None, float]:
+        """One commit measured once for one series: its value (None: failed or did not build)
+        and the seconds it took."""
+        done = measure_round(self.layout, self.repo, self.branch, (commit,), [target], self.profile, self.machine,
+                             self.layout.workdir / "bisect" / label)
+        return done.values[commit][target], done.seconds

@@ -13,6 +13,7 @@ import math
 
 import torch
 from torch import nn
+from transformers.modeling_outputs import CausalLMOutput
 
 
 def causal_mask(length: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
@@ -98,3 +99,17 @@ class CausalLM(nn.Module):
         for block in self.blocks:
             x = block(x, mask)
         return self.head(self.norm(x))
+
+
+class NextTokenLoss(nn.Module):
+    """A `CausalLM` trained on next-token prediction: `forward(input_ids, labels)` returns `.loss`,
+    as transformers' language models do (so `workloads.trainer.train` drives both)."""
+
+    def __init__(self, lm: CausalLM) -> None:
+        super().__init__()
+        self.lm = lm
+
+    def forward(self, input_ids: torch.Tensor, labels: torch.Tensor, **unused: torch.Tensor) -> CausalLMOutput:
+        logits = self.lm(input_ids)[:, :-1]
+        loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels[:, 1:].reshape(-1))
+        return CausalLMOutput(loss=loss)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -70,11 +71,26 @@ class LoaderRun:
     pinned: DataLoader | None
 
 
-def _loader(dataset: ProteinStore, order: list[int], size: Size, workers: int, pin: bool = False) -> DataLoader:
+def make_loader(dataset: Dataset, order: list[int], batch: int, workers: int, *, pin: bool = False,
+                collate: Callable[[list], object] = pad_collate,
+                worker_init: Callable[[int], None] | None = None) -> DataLoader:
+    """A DataLoader visiting `dataset` in `order`: in this process (`workers` 0), or with that many
+    persistent workers prefetching `PREFETCH_FACTOR` batches each, as the seeds configure it."""
     extra = {"persistent_workers": True, "prefetch_factor": PREFETCH_FACTOR,
-             "worker_init_fn": _open_in_worker} if workers else {}
-    return DataLoader(dataset, batch_size=size["batch"], sampler=order, collate_fn=pad_collate,
+             "worker_init_fn": worker_init} if workers else {}
+    return DataLoader(dataset, batch_size=batch, sampler=order, collate_fn=collate,
                       num_workers=workers, pin_memory=pin, **extra)
+
+
+def started(loader: DataLoader) -> DataLoader:
+    """`loader` after one epoch: its persistent workers are forked and warm before anything is timed."""
+    for _ in loader:
+        pass
+    return loader
+
+
+def _loader(dataset: ProteinStore, order: list[int], size: Size, workers: int, pin: bool = False) -> DataLoader:
+    return make_loader(dataset, order, size["batch"], workers, pin=pin, worker_init=_open_in_worker)
 
 
 # One reader per store per process: py-lmdb refuses a second handle on a store in a process,
@@ -98,7 +114,7 @@ def prepare_loader(ctx: Context) -> Workload:
     pinned = _loader(dataset, order, s, s["workers"], pin=True) if ctx.variant == "pinned" else None
     for loader in (workers, pinned):
         if loader is not None:
-            list(loader)  # fork the persistent workers and run one epoch before timing
+            started(loader)  # fork the persistent workers and run one epoch before timing
     run = TrainingRun(esm_mlm(s["hidden"], s["layers"], s["heads"], s["seq"]), [], device=ctx.device)
     return Workload(inputs=LoaderRun(run, _loader(dataset, order, s, 0), workers, pinned), items=s["n"])
 

@@ -10,7 +10,7 @@ proteins share a batch; results always come back in the input order.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, ContextManager, Sequence
 
 import torch
 from transformers import EsmConfig, EsmModel, PreTrainedTokenizerBase
@@ -52,23 +52,32 @@ class ProteinEncoder:
     device: str
 
     @classmethod
-    def build(cls, device: str = "cpu", seed: int = SEED) -> "ProteinEncoder":
-        """Random weights drawn from `seed` (identical for the same seed), ESM's fast tokenizer."""
+    def build(cls, device: str = "cpu", seed: int = SEED, **config: int) -> "ProteinEncoder":
+        """Random weights drawn from `seed` (identical for the same seed), ESM's fast tokenizer.
+
+        `config` overrides `ESM_CONFIG`'s shape (hidden_size, num_hidden_layers, ...).
+        """
         torch.manual_seed(seed)
-        model = EsmModel(EsmConfig(**ESM_CONFIG), add_pooling_layer=False)
+        model = EsmModel(EsmConfig(**{**ESM_CONFIG, **config}), add_pooling_layer=False)
         return cls(model.eval().to(device), esm_fast(), device)
 
-    def embed_in_batches(self, sequences: Sequence[str], order: Sequence[int],
-                         batch_size: int) -> BatchedEmbeddings:
-        """Embed `sequences` in batches of `batch_size` taken in `order`; rows in input order."""
+    def embed_in_batches(self, sequences: Sequence[str], order: Sequence[int], batch_size: int, *,
+                         model: torch.nn.Module | None = None,
+                         grad_mode: Callable[[], ContextManager] = torch.inference_mode) -> BatchedEmbeddings:
+        """Embed `sequences` in batches of `batch_size` taken in `order`; rows in input order.
+
+        `model` replaces the encoder's own (a bf16 copy, a compiled wrapper); `grad_mode` is the
+        context the forward passes run in (torch.no_grad for a plain script).
+        """
+        model = self.model if model is None else model
         rows: list[torch.Tensor | None] = [None] * len(sequences)
         padded = real = 0
-        with torch.inference_mode():
+        with grad_mode():
             for start in range(0, len(order), batch_size):
                 chosen = order[start:start + batch_size]
                 batch = self.tokenizer([sequences[i] for i in chosen], padding=True, return_tensors="pt")
                 mask = batch["attention_mask"].to(self.device)
-                output = self.model(input_ids=batch["input_ids"].to(self.device), attention_mask=mask)
+                output = model(input_ids=batch["input_ids"].to(self.device), attention_mask=mask)
                 pooled = mean_pool(output.last_hidden_state, mask).float()
                 for row, index in enumerate(chosen):
                     rows[index] = pooled[row]

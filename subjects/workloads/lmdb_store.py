@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
@@ -95,6 +96,51 @@ def put_records(env: lmdb.Environment, records: Iterable[ProteinRecord], batch_s
     return count
 
 
+def put_each(env: lmdb.Environment, records: Iterable[ProteinRecord]) -> int:
+    """Write `records` with one write transaction, and one commit, per record (the naive way)."""
+    count = 0
+    for record in records:
+        with env.begin(write=True) as txn:
+            txn.put(*encode(record))
+        count += 1
+    return count
+
+
+@contextmanager
+def fresh_store(scratch: Path | str) -> Iterator[lmdb.Environment]:
+    """A new writable store in a new directory under `scratch`, removed with it when the block ends."""
+    where = Path(tempfile.mkdtemp(prefix="store-", dir=scratch))
+    try:
+        with creating(where / "store") as env:
+            yield env
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def store_keys(env: lmdb.Environment) -> list[bytes]:
+    """Every key of an open store, in stored (sorted) order: a map-style Dataset's index."""
+    with env.begin() as txn:
+        return list(txn.cursor().iternext(keys=True, values=False))
+
+
+def read_each(env: lmdb.Environment, keys: Iterable[bytes]) -> list[str]:
+    """The sequences under `keys`, each read in its own read transaction (a map-style Dataset's way)."""
+    sequences = []
+    for key in keys:
+        with env.begin() as txn:
+            sequences.append(txn.get(key).decode("ascii"))
+    return sequences
+
+
+def cursor_batches(env: lmdb.Environment, batch_size: int = 1000) -> Iterator[list[tuple[bytes, str]]]:
+    """Every (key, sequence) pair in stored order, in lists of `batch_size`, from one read
+    transaction and one cursor."""
+    with env.begin() as txn:
+        pairs = txn.cursor().iternext(keys=True, values=True)
+        while batch := list(islice(pairs, batch_size)):
+            yield [(key, value.decode("ascii")) for key, value in batch]
+
+
 def write_store(path: Path | str, records: Iterable[ProteinRecord], batch_size: int = 5000,
                 map_size: int = DEFAULT_MAP_SIZE) -> int:
     """Create a store at `path` holding `records`, atomically (built aside, then renamed).
@@ -170,8 +216,7 @@ class StoreReader:
 
     def keys(self) -> list[bytes]:
         """Every key, in stored (sorted) order."""
-        with self.environment().begin() as txn:
-            return list(txn.cursor().iternext(keys=True, values=False))
+        return store_keys(self.environment())
 
     def get(self, key: bytes) -> str:
         """The sequence stored under `key`, in its own read transaction; KeyError if absent."""
@@ -182,9 +227,5 @@ class StoreReader:
         return value.decode("ascii")
 
     def batches(self, batch_size: int = 1000) -> Iterator[list[tuple[bytes, str]]]:
-        """Every (key, sequence) pair in stored order, in lists of `batch_size`, from one
-        read transaction and one cursor."""
-        with self.environment().begin() as txn:
-            pairs = txn.cursor().iternext(keys=True, values=True)
-            while batch := list(islice(pairs, batch_size)):
-                yield [(key, value.decode("ascii")) for key, value in batch]
+        """Every (key, sequence) pair in stored order, in lists of `batch_size` (`cursor_batches`)."""
+        yield from cursor_batches(self.environment(), batch_size)

@@ -13,10 +13,17 @@ import importlib.util
 import os
 from functools import cache
 from pathlib import Path
+from typing import Any, Sequence
 
 from tokenizers import Tokenizer, pre_tokenizers, processors
 from tokenizers.models import BPE
-from transformers import BertTokenizer, BertTokenizerLegacy, EsmTokenizer, PreTrainedTokenizerFast
+from transformers import (
+    BertTokenizer,
+    BertTokenizerLegacy,
+    EsmTokenizer,
+    PreTrainedTokenizerBase,
+    PreTrainedTokenizerFast,
+)
 
 from proofbench.errors import InputError
 
@@ -92,3 +99,22 @@ def minilm_fast() -> BertTokenizer:
     """MiniLM's tokenizer as shipped (`tokenizer.json`), run by the Rust `tokenizers`."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     return BertTokenizer.from_pretrained(str(minilm_dir()), local_files_only=True)
+
+
+def ids_one_by_one(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], **options: Any) -> list[list[int]]:
+    """Each text's token ids, one tokenizer call per text (`options`: truncation, max_length...)."""
+    return [tokenizer(text, **options)["input_ids"] for text in texts]
+
+
+def ids_batched(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], batch: int,
+                **options: Any) -> list[list[int]]:
+    """Each text's token ids, from one tokenizer call per `batch` texts."""
+    ids: list[list[int]] = []
+    for start in range(0, len(texts), batch):
+        ids.extend(tokenizer(list(texts[start:start + batch]), **options)["input_ids"])
+    return ids
+
+
+def fitting(sequences: Sequence[str], max_length: int) -> list[int]:
+    """Indices of the protein sequences whose residues plus <cls> and <eos> fit in `max_length` tokens."""
+    return [i for i, s in enumerate(sequences) if len(s) + 2 <= max_length]

@@ -1,0 +1,39 @@
+"""`proofbench bisect ALERT`: the first bad commit of an alert's step, among the commits between
+its previous measured commit and its own that no run measured; stored with the alert."""
+from __future__ import annotations
+
+import argparse
+
+from proofbench.cli.common import add_db_option, bench, engine, project, say
+
+
+def add_parser(sub) -> None:
+    parser = sub.add_parser("bisect", help="measure the commits an alert's step lies among until its first bad "
+                            "commit is known")
+    parser.add_argument("id", type=int, help="the alert's id (proofbench alerts list)")
+    parser.add_argument("--tries", type=int, default=2, help="measurements of a commit too near the step's middle "
+                        "to tell (default 2)")
+    parser.add_argument("--profile", default=None, help="the profile the commits are measured with")
+    add_db_option(parser)
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from sqlalchemy.orm import Session
+
+    from proofbench.analysis import bisect
+    from proofbench.db.alerts import find
+    from proofbench.errors import InputError
+    from proofbench.reports import alerts as shown
+
+    if args.tries < 1:
+        raise InputError(f"--tries must be at least 1, got {args.tries}")
+    found = project(args)
+    ready = bench(found, args.profile)
+    with Session(engine(args, found)) as session, session.begin():
+        alert = find(session, args.id)
+        say(f"bisecting alert {alert.id}: {alert.benchmark.name} between "
+            f"{alert.previous_commit.hash[:8] if alert.previous_commit else 'the start'} and {alert.commit.hash[:8]}")
+        bisect.locate(session, alert, ready, tries=args.tries)
+        print(shown.bisected(alert))
+    return 0 if alert.culprit is not None else 1

@@ -1,0 +1,130 @@
+"""The nightly check's suspected steps, their confirmation by re-measurement, and people's answers.
+
+Re-measurement is a fake here (rounds drawn from a known truth); the real one, asv measuring a
+git repository's commits again, is exercised by tests/test_nightly_repository.py.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+from test_check import TIME, History, _hash, check_json
+
+from proofbench.analysis.check import run_check
+from proofbench.analysis.confirm import NO_CONFIRM, Confirming, Rounds
+from proofbench.db.alerts import Alert, answer, withdraw
+
+
+class Remeasure:
+    """A fake re-measurement: `rounds` paired rounds whose after / before is `truth`, with the
+    load of each round shared by both commits (as in one asv run); records every call."""
+
+    def __init__(self, truth: float | str, rounds: int = 8, seed: int = 3) -> None:
+        self.truth, self.rounds, self.calls = truth, rounds, []
+        self.rng = np.random.default_rng(seed)
+
+    def __call__(self, machine, benchmark, key, before, after, budget):
+        self.calls.append((machine, benchmark, before, after))
+        if isinstance(self.truth, str):
+            return self.truth
+        load = np.exp(self.rng.normal(0, 0.05, self.rounds))
+        b = tuple(float(1e-3 * x * np.exp(self.rng.normal(0, 0.01))) for x in load)
+        a = tuple(float(1e-3 * self.truth * x * np.exp(self.rng.normal(0, 0.01))) for x in load)
+        return Rounds(before, after, b, a, 2.5)
+
+
+@pytest.fixture
+def suspect(sqlite_url):
+    """1.0 ms for twelve nights, then 1.3 ms for two: too few points after the step to decide it."""
+    h = History(sqlite_url)
+    h.nights(0, 12, {TIME: 1.0e-3})
+    h.nights(12, 14, {TIME: 1.3e-3})
+    return h
+
+
+def _check(h: History, remeasure=None, **kw):
+    return run_check(h.engine, "main", confirming=Confirming(remeasure, **kw))
+
+
+def test_a_step_with_too_few_points_after_it_is_suspected_and_does_not_fail(suspect, capsys):
+    status, report = check_json(suspect.url, capsys, "--no-confirm")
+    assert status == 0 and report["counts"]["suspected"] == 1 and report["counts"]["new_regressions"] == 0
+    (alert,) = report["alerts"]
+    assert (alert["state"], alert["kind"]) == ("suspected", "regression")
+    assert alert["confirmation"] == {"outcome": "not_remeasured", "reason": NO_CONFIRM}
+
+
+def test_a_confirmed_step_becomes_a_new_regression_with_its_rounds_stored(suspect):
+    remeasure = Remeasure(1.3)
+    report = _check(suspect, remeasure)
+    assert report.exit_code == 1
+    (found,) = report.findings
+    assert found.state == "new" and found.regression
+    c = found.confirmation
+    assert (c["outcome"], c["reason"], c["rounds"]) == ("confirmed", "step", 8)
+    assert c["low"] > 1.0 and c["ratio"] == pytest.approx(1.3, rel=0.03) and c["p_value"] < 0.001
+    assert len(c["before_rounds"]) == len(c["after_rounds"]) == 8
+    # the newest commit, and the one two before the step (the detector may place it a commit off)
+    ((_, _, before, after),) = remeasure.calls
+    assert (before, after) == (c["before_commit"], c["after_commit"]) == (_hash(found.commit.rank - 2), _hash(13))
+    again = _check(suspect, remeasure)
+    assert [f.state for f in again.findings] == ["open"] and len(remeasure.calls) == 1  # not measured twice
+
+
+def test_a_dropped_step_is_remembered_and_not_measured_again(suspect):
+    remeasure = Remeasure(1.0)
+    report = _check(suspect, remeasure)
+    assert report.exit_code == 0 and [f.state for f in report.findings] == ["dropped"]
+    assert report.findings[0].confirmation["reason"] == "within_min_step"
+    suspect.night(14, {TIME: 1.3e-3})  # a third point: now the history alone decides the step
+    decided = _check(suspect, remeasure)
+    assert [f.state for f in decided.findings] == ["new"] and decided.exit_code == 1
+    assert len(remeasure.calls) == 1
+
+
+def test_a_series_that_cannot_be_measured_again_stays_suspected_with_the_reason(suspect):
+    report = _check(suspect, Remeasure("measured on machine 'box'; only this machine's ('ci') series are measured "
+                                       "again here"))
+    assert report.exit_code == 0 and [f.state for f in report.findings] == ["suspected"]
+    assert "only this machine's" in report.findings[0].confirmation["reason"]
+
+
+def test_an_inconclusive_re_measurement_leaves_it_suspected(suspect):
+    report = _check(suspect, Remeasure(1.3, rounds=2))  # fewer rounds than the statistic needs
+    assert [f.state for f in report.findings] == ["suspected"]
+    assert (report.findings[0].confirmation["outcome"], report.findings[0].confirmation["reason"]) == \
+        ("inconclusive", "too_few_rounds")
+
+
+def test_a_spent_budget_leaves_it_suspected_and_says_so(suspect):
+    report = _check(suspect, Remeasure(1.3), budget=0.0)
+    assert "budget (0 s) was spent" in report.findings[0].confirmation["reason"]
+
+
+def test_an_acknowledged_regression_no_longer_fails_and_withdrawing_it_does(suspect, capsys):
+    suspect.nights(14, 20, {TIME: 1.3e-3})
+    status, report = check_json(suspect.url, capsys, "--no-confirm")
+    assert status == 1
+    alert_id = report["alerts"][0]["id"]
+    with Session(suspect.engine) as session, session.begin():
+        answer(session, alert_id, "ack", "release manager", "expected: the new codec")
+    status, report = check_json(suspect.url, capsys, "--no-confirm", "--fail-on", "open")
+    assert status == 0 and report["alerts"][0]["answer"]["note"] == "expected: the new codec"
+    assert report["alerts"][0]["answer"]["by"] == "release manager"
+    with Session(suspect.engine) as session, session.begin():
+        withdraw(session, alert_id, "release manager")
+    status, report = check_json(suspect.url, capsys, "--no-confirm", "--fail-on", "open")
+    assert status == 1 and report["alerts"][0]["answer"] is None
+
+
+def test_the_text_report_says_what_re_measuring_found(suspect, capsys):
+    _check(suspect, Remeasure(1.3))
+    with Session(suspect.engine) as session:
+        (alert,) = session.scalars(select(Alert)).all()
+        assert alert.status == "open" and alert.confirmation["outcome"] == "confirmed"
+    capsys.readouterr()
+    from test_check import _check as check_command
+    check_command(suspect.url, "--no-confirm", fmt="text")
+    out = capsys.readouterr().out
+    assert "re-measured of" in out and "confirmed (step)" in out and "paired round(s)" in out

@@ -1,0 +1,149 @@
+"""The nightly check on a real repository: one commit a night, a 10% regression flagged the night
+it lands (a suspected step confirmed by measuring again), and a range measured every 4th commit
+bisected to the exact commit.
+
+A git repository in a temporary directory: a package whose `validate` passes over its input
+CHECKS times; commit SLOW makes that 11 passes instead of 10 (10% slower), and no other commit
+changes its speed. Everything runs through the installed `proofbench`, as a nightly job would:
+`history` (measures the commits not measured yet) then `check`.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from test_own_repository import PROFILES, PYPROJECT, _commit, _git, proofbench
+
+pytestmark = pytest.mark.slow
+
+BEFORE = SLOW = 14  # commits measured before the first night; the slow one lands that night
+LAST = SLOW + 1  # the night after
+EVERY = 4
+
+PACKAGE = '''"""Scoring with input validation."""
+import numpy as np
+
+CHECKS = {checks}
+
+
+def validate(values: list[float]) -> bool:
+    """Every value finite, looked at CHECKS times over."""
+    ok = True
+    for _ in range(CHECKS):
+        ok = ok and all(v == v and abs(v) != float("inf") for v in values)
+    return ok
+
+
+def score_python(values: list[float]) -> float:
+    assert validate(values)
+    return sum(v * v for v in values)
+
+
+def score_numpy(values: list[float]) -> float:
+    assert validate(values)
+    array = np.asarray(values)
+    return float(array @ array)
+'''
+
+SUBJECTS = '''"""mytrain's subjects."""
+import numpy as np
+
+from mytrain import score_numpy, score_python
+from proofbench import Equivalence, Metric, Size, Subject, Variant, Workload, register
+
+
+def _prepare(ctx):
+    return Workload(inputs=np.random.default_rng(0).normal(size=ctx.size["n"]).tolist(), items=ctx.size["n"])
+
+
+register(Subject(
+    area="features", name="score", item="value", description="sum of squares: Python vs numpy",
+    prepare=_prepare,
+    variants=(Variant("baseline", score_python), Variant("optimized", score_numpy)),
+    equivalence=Equivalence(Metric("rel_diff", "ratio", False), 1e-9, lambda a, b: abs(a - b) / abs(a)),
+    sizes=(Size.of("tiny", n=1_000), Size.of("small", n=5_000), Size.of("large", n=50_000)),
+))
+'''
+
+
+def _package(checks: int) -> dict[str, str]:
+    return {"mytrain/__init__.py": PACKAGE.format(checks=checks)}
+
+
+def _optimized(report: dict) -> list[dict]:
+    return [a for a in report["alerts"] if a["kind"] == "regression" and a["series"]["metric"] == "time"
+            and a["series"]["params"].get("variant") == "optimized"]
+
+
+@pytest.fixture(scope="module")
+def nights(tmp_path_factory):
+    """The repository measured night by night; each night's check, and the hashes."""
+    repo = tmp_path_factory.mktemp("nightly") / "a-team-repository-with-nightly-checks"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    hashes = [_commit(repo, "Scoring", 0, {"pyproject.toml": PYPROJECT, ".gitignore": ".asv/\n.proofbench/\n",
+                                           "db/__init__.py": "", **_package(10)})]
+    proofbench(repo, "init")
+    (repo / "bench" / "subjects.py").write_text(SUBJECTS)
+    (repo / "bench" / "profiles.toml").write_text(PROFILES)
+    (repo / "proofbench.toml").write_text('profiles = "bench/profiles.toml"\n' + (repo / "proofbench.toml").read_text())
+    hashes.append(_commit(repo, "Benchmarks for proofbench", 1, {}))
+    hashes += [_commit(repo, f"Docs {i}", i, {"NOTES.md": f"{i}\n"}) for i in range(2, BEFORE)]
+    url = f"sqlite:///{repo.parent / 'nightly.sqlite'}"
+    first = proofbench(repo, "history", "--profile", "nightly", "--db", url)
+    assert first.returncode == 0, first.stderr[-3000:]
+    checks = {BEFORE - 1: proofbench(repo, "check", "--format", "json", "--profile", "nightly", "--db", url)}
+    for night in range(BEFORE, LAST + 1):
+        files = _package(11) if night == SLOW else {"NOTES.md": f"{night}\n"}
+        hashes.append(_commit(repo, "Validate twice over, by mistake" if night == SLOW else f"Docs {night}", night,
+                              files))
+        measured = proofbench(repo, "history", "--profile", "nightly", "--db", url)
+        assert measured.returncode == 0, measured.stderr[-3000:]
+        checks[night] = proofbench(repo, "check", "--format", "json", "--profile", "nightly", "--confirm-rounds", "6",
+                                   "--db", url)
+    return {"repo": repo, "hashes": hashes, "checks": checks, "url": url}
+
+
+def test_the_check_flags_the_regression_the_night_it_lands_and_names_it(nights):
+    for night, check in nights["checks"].items():
+        assert check.returncode in (0, 1), check.stdout + check.stderr[-3000:]
+        report = json.loads(check.stdout)
+        found = _optimized(report)
+        if night < SLOW:
+            assert check.returncode == 0 and not [a for a in found if a["state"] == "new"], report["alerts"]
+            continue
+        if night == SLOW:
+            assert check.returncode == 1, report
+            (alert,) = [a for a in found if a["state"] == "new"]
+            assert alert["commit"]["hash"] == nights["hashes"][SLOW]
+            assert alert["commit"]["subject"] == "Validate twice over, by mistake"
+            assert alert["confirmation"]["outcome"] == "confirmed", alert["confirmation"]
+            assert alert["confirmation"]["low"] > 1.0 and alert["confirmation"]["p_value"] < 0.05
+        else:
+            assert check.returncode == 0 and [a["state"] for a in found] == ["open"], report["alerts"]
+
+
+def test_a_range_measured_every_4th_commit_is_bisected_to_the_exact_commit(nights, tmp_path):
+    # The nightly results of every 4th commit only (as a job that ran every fourth night would
+    # have), ingested into a database of their own; then `check --bisect` finds the culprit.
+    repo, hashes = nights["repo"], nights["hashes"]
+    kept = [h for i, h in enumerate(hashes) if i < BEFORE - EVERY or i % EVERY == 0 or i == LAST]  # ..9, 12, 15
+    (machine,) = [p.parent for p in (repo / ".asv" / "results").glob("*/machine.json")]
+    copy = tmp_path / "results" / machine.name
+    copy.mkdir(parents=True)
+    shutil.copy(machine / "machine.json", copy)
+    for path in machine.glob("*.json"):
+        if any(path.name.startswith(h[:8]) for h in kept):
+            shutil.copy(path, copy)
+    url = f"sqlite:///{tmp_path / 'every-4th.sqlite'}"
+    ingest = proofbench(repo, "ingest", str(tmp_path / "results"), "--db", url)
+    assert ingest.returncode == 0, ingest.stderr[-3000:]
+    check = proofbench(repo, "check", "--format", "json", "--profile", "nightly", "--confirm-rounds", "6", "--bisect",
+                       "--db", url)
+    report = json.loads(check.stdout)
+    (alert,) = [a for a in _optimized(report) if a["state"] == "new"]
+    assert alert["commit"]["hash"] == hashes[LAST]  # the first measured commit at the new level
+    assert alert["culprit"]["hash"] == hashes[SLOW], alert["bisection"]
+    assert alert["culprit"]["subject"] == "Validate twice over, by mistake" and alert["culprit"]["author"] == "Team"
+    assert 1 <= len(alert["bisection"]["steps"]) <= 3 and alert["bisection"]["skipped"] == []
