@@ -212,7 +212,7 @@ def settle(suspects: list[Suspected], confirming: Confirming,
     returns the alerts confirmed and those dropped. Each attempt is stored with its alert."""
     started = time.monotonic()
     confirmed, dropped = [], []
-    for alert, s, cp in sorted(suspects, key=lambda x: (not x[0].regression, -abs(math.log(_ratio(x[2]))))):
+    for alert, s, cp in sorted(suspects, key=lambda x: (not x[0].regression, -_size(x[2]))):
         left = confirming.budget - (time.monotonic() - started)
         if confirming.remeasure is None or left <= 0:
             reason = NO_CONFIRM if confirming.remeasure is None else \
@@ -247,5 +247,7 @@ def bisect_new(session: Session, alerts: list[Alert], confirming: Confirming) ->
             alert.bisection = {"error": str(exc)}
 
 
-def _ratio(cp: ChangePoint) -> float:
-    return cp.after / cp.before if cp.before > 0 and cp.after > 0 else 1.0
+def _size(cp: ChangePoint) -> float:
+    # the step's estimated relative size, for the order suspects are measured in (any value a
+    # history holds, however extreme, gives a number here)
+    return abs(cp.size) if math.isfinite(cp.size) else 0.0
