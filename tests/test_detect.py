@@ -274,6 +274,16 @@ def test_a_step_with_one_point_after_it_is_suspected_not_alerted():
     assert (cp.index, cp.direction, cp.suspected, cp.points_after) == (40, 1, True, 1)
 
 
+@pytest.mark.parametrize("after", [1, 2])
+def test_a_suspected_step_is_placed_at_its_first_point_not_one_before(after):
+    # The shift with the most standard errors used to start one point early with two points after
+    # it (the robust shift hardly shrinks for the one low point it takes in, and its count grows).
+    for seed in range(20):
+        values = _noisy([1.0] * 12 + [1.3] * after, cv=0.01, seed=100 + seed)
+        (cp,) = detect(values, suspected=True)
+        assert (cp.index, cp.suspected) == (12, True), seed
+
+
 def test_an_undecided_step_stops_being_suspected_once_decided():
     values = _noisy([1.0] * 40 + [1.10] * 6, cv=0.01, seed=18)
     found = detect(values, suspected=True)

@@ -237,7 +237,7 @@ def _update_alerts(session: Session, all_series: list[Series], run: CheckRun, or
                 alerts.append(match)
                 raised += [] if cp.suspected else [match]
             elif match.status in ("suspected", "dropped") and not cp.suspected:
-                _decided(match, cp)  # the history alone decides it now
+                _decided(match, s, cp)  # the history alone decides it now
                 raised.append(match)
             match.seen_by_id = run.id
             if match.status == "suspected":
@@ -246,9 +246,11 @@ def _update_alerts(session: Session, all_series: list[Series], run: CheckRun, or
     return raised, _resolve(known, run, rank), suspects
 
 
-def _decided(alert: Alert, cp: ChangePoint) -> None:
-    # A suspected (or dropped) step the history now decides: an alert, with the decided figures.
+def _decided(alert: Alert, s: Series, cp: ChangePoint) -> None:
+    # A suspected (or dropped) step the history now decides: an alert, at the decided commit and
+    # with the decided figures (a suspect's place and size were provisional; from now on it never moves).
     alert.status = "open"
+    alert.commit_id, alert.previous_commit_id = _place(s, cp)
     alert.before, alert.after, alert.p_value, alert.score = cp.before, cp.after, cp.p_value, cp.score
 
 
@@ -275,11 +277,17 @@ def _same(s: Series, alert: Alert, cp: ChangePoint, rank: dict[int, int]) -> boo
     return abs(index - cp.index) <= RADIUS
 
 
-def _new_alert(s: Series, cp: ChangePoint, run: CheckRun) -> Alert:
+def _place(s: Series, cp: ChangePoint) -> tuple[int, int | None]:
+    # the commit where the new level starts, and the last measured commit before it
     previous = next((p.commit for p in reversed(s.points[:cp.index]) if p.value is not None), None)
+    return s.points[cp.index].commit.id, previous.id if previous else None
+
+
+def _new_alert(s: Series, cp: ChangePoint, run: CheckRun) -> Alert:
+    commit_id, previous_id = _place(s, cp)
     return Alert(machine_id=s.key.machine_id, environment_id=s.key.environment_id,
                  benchmark_id=s.key.benchmark_id, params_key=s.key.params_key, params=s.params,
-                 commit_id=s.points[cp.index].commit.id, previous_commit_id=previous.id if previous else None,
+                 commit_id=commit_id, previous_commit_id=previous_id,
                  direction=cp.direction, regression=cp.regression, before=cp.before, after=cp.after,
                  p_value=cp.p_value, score=cp.score, status="suspected" if cp.suspected else "open",
                  raised_by_id=run.id, seen_by_id=run.id)

@@ -206,6 +206,12 @@ def _suspect(s: Series, last: int, min_step: float, alpha: float, tuning: Tuning
     if not tests:
         return None
     best = max(tests, key=lambda t: abs(t.z))
+    # The most standard errors is not the best place: a robust shift with one more point after
+    # it (one still at the old level) has nearly the same size and more points. Among the
+    # boundaries of the same direction, the one whose two segments cost least (L1, as
+    # `_relocate` places decided steps); the most standard errors breaks ties.
+    same = [t for t in tests if (t.delta > 0) == (best.delta > 0)]
+    best = min(same, key=lambda t: (s.cost.dist(last, t.window[1] - 1) + s.cost.dist(t.window[1], n - 1), -abs(t.z)))
     # Where the rank test can say something (enough points, a floor under p_suspect), it must.
     testable = best.sides[1] >= tuning.min_side and best.floor <= tuning.p_suspect
     return best if not testable or best.p <= tuning.p_suspect else None

@@ -23,8 +23,8 @@ def add_parser(sub) -> None:
     parser.add_argument("--branch", default=None, help="the branch whose series are checked (default: asv.conf.json's "
                         "first branch, else the repository's current branch)")
     parser.add_argument("--repo", type=Path, default=None, help="git checkout whose first-parent history orders the "
-                        "commits (default: the repository the project's asv.conf.json builds, when it is a local checkout; "
-                        "without one, commits are ordered by the dates in their results)")
+                        "commits (default: the repository the project's asv.conf.json builds, when it is a local "
+                        "checkout; without one, commits are ordered by the dates in their results)")
     parser.add_argument("--no-git", action="store_true", help="use the commit order already in the database (the "
                         "branch's placed commits, else the results' dates)")
     parser.add_argument("--fail-on", choices=("new", "open"), default="new",
@@ -79,12 +79,13 @@ def _confirming(args: argparse.Namespace, found):
     from proofbench.analysis import bisect
     from proofbench.analysis.confirm import Confirming, Rounds
     from proofbench.cli.common import bench
-    from proofbench.errors import InputError, RunError
+    from proofbench.errors import InputError, ProofbenchError, RunError
     from proofbench.pipeline.remeasure import Target
 
     if args.confirm_rounds < 1 or args.confirm_budget < 0:
         raise InputError(f"--confirm-rounds must be at least 1 and --confirm-budget not negative, got "
                          f"{args.confirm_rounds} and {args.confirm_budget:g}")
+
     @functools.cache
     def suite():  # made the first time a suspect needs it: capturing the machine takes a moment
         if found is None:
@@ -102,7 +103,10 @@ def _confirming(args: argparse.Namespace, found):
             return (f"measured on machine {machine!r}; only this machine's ({ready.machine.name!r}) series are "
                     f"measured again here")
         target = Target.of(benchmark, key)
-        got = ready.pair(target, before, after, rounds=args.confirm_rounds, budget=budget)
+        try:
+            got = ready.pair(target, before, after, rounds=args.confirm_rounds, budget=budget)
+        except ProofbenchError as exc:  # asv could not run here: the suspect says why, the check goes on
+            return f"could not measure again: {exc}"
         return Rounds(before, after, tuple(got.series(before, target)), tuple(got.series(after, target)),
                       got.seconds, got.stopped)
 
