@@ -80,6 +80,7 @@ def _confirming(args: argparse.Namespace, found):
     from proofbench.analysis.confirm import Confirming, Rounds
     from proofbench.cli.common import bench
     from proofbench.errors import InputError, ProofbenchError, RunError
+    from proofbench.machine.capture import capture
     from proofbench.pipeline.remeasure import Target
 
     if args.confirm_rounds < 1 or args.confirm_budget < 0:
@@ -87,21 +88,25 @@ def _confirming(args: argparse.Namespace, found):
                          f"{args.confirm_rounds} and {args.confirm_budget:g}")
 
     @functools.cache
-    def suite():  # made the first time a suspect needs it: capturing the machine takes a moment
+    def here():  # this machine, captured the first time a suspect needs it
+        return capture()
+
+    @functools.cache
+    def suite():  # the suite, made the first time a suspect of this machine needs it
         if found is None:
             return "no proofbench.toml here: no suite to measure"
         try:
-            return bench(found, args.profile)
+            return bench(found, args.profile, here())
         except (InputError, RunError) as exc:
             return f"cannot measure here: {exc}"
 
     def remeasure(machine: str, benchmark: str, key: str, before: str, after: str, budget: float):
+        if machine != here().name:
+            return (f"measured on machine {machine!r}; only this machine's ({here().name!r}) series are measured "
+                    f"again here")
         ready = suite()
         if isinstance(ready, str):
             return ready
-        if machine != ready.machine.name:
-            return (f"measured on machine {machine!r}; only this machine's ({ready.machine.name!r}) series are "
-                    f"measured again here")
         target = Target.of(benchmark, key)
         try:
             got = ready.pair(target, before, after, rounds=args.confirm_rounds, budget=budget)

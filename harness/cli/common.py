@@ -105,9 +105,10 @@ def regenerate(catalogue, layout) -> None:
         say(f"regenerated {path} (commit it for runs across commits)", style="yellow")
 
 
-def bench(found: Project, profile_name: str | None):
-    """The project's suite ready to measure commits again on this machine (confirmation,
-    bisection); RunError/InputError where its repository is not a local checkout."""
+def bench(found: Project, profile_name: str | None, machine=None):
+    """The project's suite ready to measure commits again on this machine (`machine`: its
+    profile, captured here when not given) for confirmation and bisection; RunError/InputError
+    where its repository is not a local checkout."""
     from proofbench.catalogue import load_catalogue
     from proofbench.machine.capture import capture
     from proofbench.pipeline import history
@@ -119,4 +120,4 @@ def bench(found: Project, profile_name: str | None):
     repo = history.repository(layout)
     regenerate(load_catalogue(found), layout)
     profile = get_profile(profile_name, found.profiles)
-    return Bench(layout, repo, history.default_branch(layout, repo), profile, capture())
+    return Bench(layout, repo, history.default_branch(layout, repo), profile, machine or capture())
