@@ -1,6 +1,4 @@
 """`python -m proofbench`: the command line, as the `proofbench` script runs it."""
-import sys
+from proofbench.cli import run
 
-from proofbench.cli import main
-
-sys.exit(main())
+run()

@@ -58,3 +58,17 @@ def test_side_on_a_log_scale_and_the_unsure_middle():
     assert side(1.02, 1.0, 2.0) is Side.BEFORE and side(1.9, 1.0, 2.0) is Side.AFTER
     assert side(2 ** 0.5, 1.0, 2.0) is Side.UNSURE and side(None, 1.0, 2.0) is Side.FAILED
     assert side(0.9, 2.0, 1.0) is Side.AFTER  # a step down
+
+
+def test_the_levels_are_the_re_measurements_where_one_was_made():
+    # A suspected step's "after" level rests on one or two points of the history (here 15% where
+    # the step is 9%): the re-measured rounds tell a commit's side better.
+    from types import SimpleNamespace
+
+    from proofbench.analysis.bisect import levels
+
+    confirmed = {"before_rounds": [1.00, 1.01, None, 0.99], "after_rounds": [1.09, 1.10, 1.08, None]}
+    alert = SimpleNamespace(before=1.0, after=1.15, confirmation=confirmed)
+    assert levels(alert) == (1.00, 1.09)
+    assert levels(SimpleNamespace(before=1.0, after=1.15, confirmation=None)) == (1.0, 1.15)
+    assert levels(SimpleNamespace(before=1.0, after=1.15, confirmation={"outcome": "not_remeasured"})) == (1.0, 1.15)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 import itertools
 import math
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -132,14 +133,26 @@ def locate(session: Session, alert: Alert, bench: Bench, *, tries: int = TRIES) 
     else:
         commits = between(bench.repo, bench.branch, alert.previous_commit.hash, alert.commit.hash)
         runs = itertools.count()  # each measurement in a results directory of its own
-        found = bisect(lambda c: bench.once(target, c, f"{next(runs)}-{c[:12]}")[0], commits,
-                       alert.before, alert.after, tries=tries)
-    alert.bisection = {"between": len(commits), "first": found.first, "last": found.last,
+        found = bisect(lambda c: bench.once(target, c, f"{next(runs)}-{c[:12]}")[0], commits, *levels(alert),
+                       tries=tries)
+    alert.bisection = {"between": len(commits), "first": found.first, "last": found.last, "levels": list(levels(alert)),
                        "steps": [{"commit": s.commit, "value": s.value if s.value is None or math.isfinite(s.value)
                                   else None, "side": s.side.value} for s in found.steps],
                        "skipped": list(found.skipped), "seconds": round(time.monotonic() - started, 3)}
     alert.culprit = _commit(session, bench, found.culprit) if found.culprit else None
     return found
+
+
+def levels(alert: Alert) -> tuple[float, float]:
+    """The levels before and after the step that bisection tells commits apart by: the medians of
+    the re-measurement's rounds where one was made (measured now, as the bisection's own values
+    are; a suspected step's levels in the history rest on one or two points), else the alert's."""
+    c = alert.confirmation or {}
+    before = [v for v in c.get("before_rounds") or () if v is not None]
+    after = [v for v in c.get("after_rounds") or () if v is not None]
+    if before and after:
+        return float(statistics.median(before)), float(statistics.median(after))
+    return alert.before, alert.after
 
 
 def _commit(session: Session, bench: Bench, commit: str) -> Commit:

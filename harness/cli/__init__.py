@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import traceback
 
@@ -71,3 +72,15 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def run() -> None:
+    """The `proofbench` script and `python -m proofbench`: `main`, then exit with its status. A
+    Ctrl-C that lands as the command finishes still exits 130 (or the command's own status once
+    it is done), never by the signal itself."""
+    try:
+        code = main()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # done: an interrupt now changes nothing
+    except KeyboardInterrupt:
+        code = 130
+    sys.exit(code)
