@@ -132,8 +132,11 @@ def short(text: str | None, length: int = 72) -> str:
 
 
 def verdict_figure(verdict) -> str:
-    """The measured figure of a verdict in the claim's own terms."""
-    if _missing(verdict.value):
+    """The measured figure of a verdict in the claim's own terms ('—' where there is none: a
+    verdict on equivalence carries the equivalence metric, which its reason line states)."""
+    from proofbench.analysis.verdict import Why
+
+    if _missing(verdict.value) or verdict.why in (Why.OUTSIDE_TOLERANCE, Why.NOT_DETERMINISTIC):
         return "—"
     if verdict.kind == "speedup":
         return f"{factor(verdict.value)} {interval(verdict.low, verdict.high)}".strip()

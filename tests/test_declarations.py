@@ -169,3 +169,16 @@ def test_claim_promise_reads_as_the_document_promised():
     assert promise(Claim(kind="memory_reduction", low=0.3, high=0.5, **{**base, "metric": "peak_memory"})) \
         == "30%-50% less peak memory"
     assert promise(Claim(kind="quality", **base)) == "quality kept"
+
+
+def test_an_equivalence_verdict_shows_no_claim_figure():
+    # An equivalence failure carries the equivalence metric (a cosine of 0.92), which is no speedup:
+    # "0.92x" beside a speed claim would read as a measured slowdown.
+    from proofbench.analysis.verdict import Verdict, Why
+    from proofbench.reports.formatting import verdict_figure, verdict_reason
+
+    failed = Verdict("equivalence failed", "speedup", Why.OUTSIDE_TOLERANCE, value=0.9204, tolerance=0.99,
+                     detail="min_cosine")
+    assert verdict_figure(failed) == "—"
+    assert verdict_reason(failed) == "min_cosine 0.9204 outside tolerance 0.99"
+    assert verdict_figure(Verdict("reproduced", "speedup", Why.SIGNIFICANT, value=2.14, low=2.05, high=2.24)) != "—"
