@@ -156,9 +156,7 @@ class CheckInfo:
 
 
 def _note(a: Alert) -> str:
-    c = a.culprit
-    found = check_words.culprit(c.hash if c else None, c.subject if c else "", c.author if c else "", a.bisection)
-    return "; ".join(line for line in (check_words.confirmation(a.confirmation), found, answer_words(a)) if line)
+    return "; ".join(check_words.note_lines(a.confirmation, a.culprit, a.bisection, answer_words(a)))
 
 
 def stored(session: Session, rank: dict[int, int]) -> tuple[CheckInfo, dict[tuple, list[Step]]] | None:

@@ -67,13 +67,14 @@ def confirmation(c: dict | None) -> str:
             f"{c.get('rounds', 0)} paired round(s) in {c.get('seconds', 0):.0f} s")
 
 
-def culprit(hash_: str | None, subject: str, author: str, b: dict | None) -> str:
-    """What bisection found (the first bad commit's hash, subject line and author; the stored
-    `alerts.bisection`), in one line ('' when it did not run)."""
-    if hash_ is not None:
-        by = f" by {author}" if author else ""
+def culprit(c, b: dict | None) -> str:
+    """What bisection found: `c` the first bad commit (anything with `hash`, `subject` and
+    `author`: a stored commit or a CommitRef; None when none was found), `b` the stored
+    `alerts.bisection`; in one line ('' when it did not run)."""
+    if c is not None:
+        by = f" by {c.author}" if c.author else ""
         measured = len((b or {}).get("steps", []))
-        return f"first bad commit {hash_[:8]} {subject!r}{by} (bisected, {measured} measurement(s))"
+        return f"first bad commit {c.hash[:8]} {c.subject or ''!r}{by} (bisected, {measured} measurement(s))"
     if b and "error" in b:
         return f"bisection could not run: {b['error']}"
     if b:
@@ -81,11 +82,15 @@ def culprit(hash_: str | None, subject: str, author: str, b: dict | None) -> str
     return ""
 
 
+def note_lines(confirmed: dict | None, first_bad, bisection: dict | None, answered: str) -> list[str]:
+    """The lines that follow an alert wherever it is shown: re-measurement, bisection and the
+    answer already in words (those that apply)."""
+    return [line for line in (confirmation(confirmed), culprit(first_bad, bisection), answered) if line]
+
+
 def notes(f: Finding) -> list[str]:
-    """The lines that follow an alert: re-measurement, bisection, answer (those that apply)."""
-    c = f.culprit
-    found = culprit(c.hash if c else None, c.subject if c else "", c.author if c else "", f.bisection)
-    return [line for line in (confirmation(f.confirmation), found, answer(f.answer)) if line]
+    """The lines that follow an alert of the check's report."""
+    return note_lines(f.confirmation, f.culprit, f.bisection, answer(f.answer))
 
 
 def answer(a: dict | None) -> str:

@@ -128,3 +128,18 @@ def test_the_text_report_says_what_re_measuring_found(suspect, capsys):
     check_command(suspect.url, "--no-confirm", fmt="text")
     out = capsys.readouterr().out
     assert "re-measured of" in out and "confirmed (step)" in out and "paired round(s)" in out
+
+
+def test_the_notes_name_the_culprit_or_the_range_bisection_left():
+    from types import SimpleNamespace
+
+    from proofbench.reports.check import note_lines
+
+    bad = SimpleNamespace(hash="d0b2acd2f5eb0433", subject="Validate twice", author="Team")
+    found = {"steps": [{}, {}], "first": bad.hash, "last": bad.hash}
+    assert note_lines(None, bad, found, "") == ["first bad commit d0b2acd2 'Validate twice' by Team (bisected, 2 "
+                                                 "measurement(s))"]
+    assert note_lines(None, None, {"first": "aaaaaaaaaa", "last": "bbbbbbbbbb"}, "acknowledged by x") == [
+        "bisection could not tell: the step lies in aaaaaaaa..bbbbbbbb", "acknowledged by x"]
+    assert note_lines(None, None, {"error": "no checkout"}, "") == ["bisection could not run: no checkout"]
+    assert note_lines(None, None, None, "") == []
