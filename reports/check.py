@@ -74,7 +74,9 @@ def culprit(c, b: dict | None) -> str:
     if c is not None:
         by = f" by {c.author}" if c.author else ""
         measured = len((b or {}).get("steps", []))
-        return f"first bad commit {c.hash[:8]} {c.subject or ''!r}{by} (bisected, {measured} measurement(s))"
+        moved = f"; the alert moved there from {b['moved_from'][:8]}, where the history had put it" \
+            if (b or {}).get("moved_from") else ""
+        return f"first bad commit {c.hash[:8]} {c.subject or ''!r}{by} (bisected, {measured} measurement(s)){moved}"
     if b and "error" in b:
         return f"bisection could not run: {b['error']}"
     if b:

@@ -5,6 +5,8 @@ git repository's commits again, is exercised by tests/test_nightly_repository.py
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from sqlalchemy import select
@@ -143,3 +145,35 @@ def test_the_notes_name_the_culprit_or_the_range_bisection_left():
         "bisection could not tell: the step lies in aaaaaaaa..bbbbbbbb", "acknowledged by x"]
     assert note_lines(None, None, {"error": "no checkout"}, "") == ["bisection could not run: no checkout"]
     assert note_lines(None, None, None, "") == []
+
+
+def test_a_dropped_step_is_asked_again_once_a_newer_commit_arrives(sqlite_url):
+    # Night 12 reads high by chance and is dropped; night 13 brings the real step (still too few
+    # points after it for the history to decide): the dropped alert must not hide it.
+    h = History(sqlite_url)
+    h.nights(0, 12, {TIME: 1.0e-3})
+    h.night(12, {TIME: 1.3e-3})
+    assert [f.state for f in _check(h, Remeasure(1.0)).findings] == ["dropped"]
+    same = Remeasure(1.3)
+    assert _check(h, same).exit_code == 0 and same.calls == []  # nothing new to ask
+    h.night(13, {TIME: 1.3e-3})
+    remeasure = Remeasure(1.3)
+    report = _check(h, remeasure)
+    assert report.exit_code == 1 and [f.state for f in report.findings] == ["new"]
+    ((_, _, _, after),) = remeasure.calls
+    assert after == _hash(13) == report.findings[0].confirmation["after_commit"]
+
+
+def test_a_confirmed_step_is_bisected_between_the_re_measured_commits_and_moved_to_the_culprit(suspect, monkeypatch):
+    # The history put the step at commit 12 (its value read high); measured again, 12 is at the
+    # old level and 13 at the new: the alert moves to 13 and names it.
+    from proofbench.analysis import bisect
+
+    monkeypatch.setattr(bisect, "between", lambda repo, branch, older, newer: [_hash(i) for i in range(11, 14)])
+    truth = {_hash(i): 1.0e-3 for i in range(12)} | {_hash(12): 1.0e-3, _hash(13): 1.3e-3}
+    bench = SimpleNamespace(repo=None, branch="main", once=lambda target, commit, label: (truth[commit], 0.1))
+    report = _check(suspect, Remeasure(1.3), bisect=lambda session, alert: bisect.locate(session, alert, bench))
+    (found,) = report.findings
+    assert found.state == "new" and found.commit.hash == _hash(13) and found.culprit.hash == _hash(13)
+    assert found.previous.hash == _hash(12) and found.bisection["moved_from"] == _hash(12)
+    assert [s["side"] for s in found.bisection["steps"]] == ["before", "before"]

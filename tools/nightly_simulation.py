@@ -5,13 +5,14 @@ benchmark, not a test: it prints tables (and writes JSON), it asserts nothing.
 
 Each night the new commit's value arrives and `proofbench.analysis.tracker.Tracker` runs
 (its defaults: horizon 120, min_step 3%, alpha 0.001). New alerts the history decides are
-raised at once. A suspected step is re-measured: `--rounds` (12) paired rounds of the commit
-before it and the commit after it (`confirm.commits`: two before its index, and the newest),
-each round one fresh run of each from the history's own
-noise model (`history_synth.run`: run-level noise, outliers, slow mode, drift, all drawn
-afresh) summarised by its median, and decided by `proofbench.analysis.confirm.decide`
-(interval at 1 - `--alpha`): confirmed raises the alert, dropped keeps it from being
-suspected again, inconclusive leaves it suspected (re-measured the next night it still is).
+raised at once. A suspected step is re-measured as `proofbench check` does: `--rounds` (6)
+paired rounds of the commit before it and the commit after it (`confirm.commits`: two before
+its index, and the newest), each round one fresh run of each from the history's own noise
+model (`history_synth.run`: run-level noise, outliers, slow mode, drift, all drawn afresh)
+summarised by its median, decided by `proofbench.analysis.confirm.looks` (a second batch of
+rounds where the first is too wide to decide; each look at `--alpha` / 2): confirmed raises
+the alert, dropped keeps it from being suspected again, inconclusive leaves it suspected
+(re-measured the next night it still is).
 
 Suites per noise model (seed SEED, apart from the detector's tuning seeds): histories that
 end 10 commits after one 10% regression (after 20-80 commits), the same with 5%, and
@@ -35,14 +36,14 @@ from functools import partial
 
 import numpy as np
 
-from proofbench.analysis.confirm import ALPHA, Outcome, commits, decide
+from proofbench.analysis.confirm import ALPHA, LOOKS, Outcome, Rounds, commits, looks
 from proofbench.analysis.tracker import Tracker
 from tools import history_synth as synth
 
 SEED = 20251102
 TOLERANCE = 2
 CHANGE_FREE_LENGTH = 150
-ROUNDS = 12
+ROUNDS = 6  # as `proofbench check --confirm-rounds`
 
 
 @dataclass(frozen=True)
@@ -63,9 +64,8 @@ def simulate(history: synth.History, rounds: int, alpha: float, confirm: bool = 
         alerts += [(night, cp.index, cp.direction, False) for cp in tracker.add(value)]
         for cp in tracker.suspected if confirm else ():
             first, last = commits(cp.index, night)
-            before = [float(np.median(synth.run(history, first, rng))) for _ in range(rounds)]
-            after = [float(np.median(synth.run(history, last, rng))) for _ in range(rounds)]
-            decision = decide(cp, before, after, min_step=tracker.min_step, alpha=alpha)
+            _, decision = looks(partial(_batch, history, first, last, rounds, rng), cp, min_step=tracker.min_step,
+                                alpha=alpha)
             remeasured += 1
             if decision.outcome is Outcome.CONFIRMED:
                 tracker.accept(cp)
@@ -73,6 +73,14 @@ def simulate(history: synth.History, rounds: int, alpha: float, confirm: bool = 
             elif decision.outcome is Outcome.DROPPED:
                 tracker.reject(cp, first, last)
     return Night(history, tuple(alerts), remeasured)
+
+
+def _batch(history: synth.History, first: int, last: int, rounds: int, rng: np.random.Generator,
+           _left: float) -> Rounds:
+    # `rounds` fresh runs of the commit before and of the commit after, each summarised by its median
+    before = tuple(float(np.median(synth.run(history, first, rng))) for _ in range(rounds))
+    after = tuple(float(np.median(synth.run(history, last, rng))) for _ in range(rounds))
+    return Rounds(str(first), str(last), before, after, 0.0)
 
 
 def flagged(night: Night) -> tuple[dict[int, int], int]:
@@ -140,8 +148,8 @@ def main(argv: list[str] | None = None) -> None:
             out[label]["all"] = summarise(nights)
     out["meta"]["wall_s"] = round(time.perf_counter() - t0, 1)
     print(f"nightly simulation: {len(histories)} histories ({per_model} per regression size and noise model, "
-          f"{per_model // 2} change-free of {CHANGE_FREE_LENGTH}), {args.rounds} rounds a re-measurement, "
-          f"interval at {1 - args.alpha:.0%}; {out['meta']['wall_s']:.0f} s wall\n")
+          f"{per_model // 2} change-free of {CHANGE_FREE_LENGTH}), {args.rounds} rounds a re-measurement "
+          f"(twice where too wide to decide), each look at {1 - args.alpha / LOOKS:.1%}; {out['meta']['wall_s']:.0f} s wall\n")
     head = f"{'mode':<15}{'noise':<10}{'10%<=2n%':>9}{'5%<=3n%':>9}{'10%<=5n%':>9}{'med.n':>6}{'FA/100n':>8}{'remeas/100n':>12}"
     print(head + "\n" + "-" * len(head))
     for label in ("re-measured", "history alone"):

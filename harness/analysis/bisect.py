@@ -1,7 +1,7 @@
 """Bisection: the first commit at a step's new level, among commits a nightly run did not measure.
 
-The step is known from the history: its level before (`before`) and after (`after`), and the
-measured commits on either side. The commits between are measured one at a time, halving the
+The step is known from the history or from its re-measurement: its level before (`before`) and
+after (`after`), and a commit on either side (`span`). The commits between are measured one at a time, halving the
 range each time, and each value is set on the side whose level it is nearer to (on a log scale,
 as steps and noise are relative). A value too near the middle of the step to tell is measured
 again (up to `tries` times in all); if it still cannot be told the bisection stops and says
@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from proofbench import git
 from proofbench.db.alerts import Alert
-from proofbench.db.models import Commit
+from proofbench.db.models import Commit, Result
 from proofbench.pipeline.remeasure import Bench, Target, between
 
 TRIES = 2
@@ -123,15 +123,16 @@ def _outwards(mid: int, good: int, bad: int) -> list[int]:
 
 
 def locate(session: Session, alert: Alert, bench: Bench, *, tries: int = TRIES) -> Bisection:
-    """Bisect the commits between `alert`'s previous measured commit and its commit, measuring
-    each on this machine with `bench`; stores what was found with the alert (`culprit`, and
-    `bisection`: every measurement, the commits skipped, the seconds it took)."""
+    """Bisect the commits of `alert`'s step (`span`), measuring each on this machine with
+    `bench`; stores what was found with the alert (`culprit`, and `bisection`: every
+    measurement, the commits skipped, the seconds it took)."""
     target = Target.of(alert.benchmark.name, alert.params_key)
     started = time.monotonic()
-    if alert.previous_commit is None:  # nothing measured before it: the alert's commit is the first bad one
-        commits, found = [alert.commit.hash], Bisection(alert.commit.hash, alert.commit.hash, alert.commit.hash)
+    older, newer = span(alert)
+    if older is None:  # nothing measured before it: the alert's commit is the first bad one
+        commits, found = [newer], Bisection(newer, newer, newer)
     else:
-        commits = between(bench.repo, bench.branch, alert.previous_commit.hash, alert.commit.hash)
+        commits = between(bench.repo, bench.branch, older, newer)
         runs = itertools.count()  # each measurement in a results directory of its own
         found = bisect(lambda c: bench.once(target, c, f"{next(runs)}-{c[:12]}")[0], commits, *levels(alert),
                        tries=tries)
@@ -140,7 +141,50 @@ def locate(session: Session, alert: Alert, bench: Bench, *, tries: int = TRIES) 
                                   else None, "side": s.side.value} for s in found.steps],
                        "skipped": list(found.skipped), "seconds": round(time.monotonic() - started, 3)}
     alert.culprit = _commit(session, bench, found.culprit) if found.culprit else None
+    if found.culprit and older is not None:
+        moved = _replace(session, alert, [older, *commits], found.culprit)
+        if moved:
+            alert.bisection = {**alert.bisection, "moved_from": moved}
     return found
+
+
+def _replace(session: Session, alert: Alert, commits: list[str], culprit: str) -> str | None:
+    """Put `alert` at the first measured commit at or after `culprit` (of `commits`, in history
+    order), its previous commit the last measured one before, where the history had placed it
+    elsewhere; returns the commit it was at (None: it stays)."""
+    rows = session.execute(select(Commit.hash, Commit.id).join(Result, Result.commit_id == Commit.id).where(
+        Result.machine_id == alert.machine_id, Result.environment_id == alert.environment_id,
+        Result.benchmark_id == alert.benchmark_id, Result.params_key == alert.params_key,
+        Result.value.is_not(None), Commit.hash.in_(commits))).all()
+    measured = {h: i for h, i in rows}
+    at = commits.index(culprit)
+    after = next((measured[c] for c in commits[at:] if c in measured), None)
+    before = next((measured[c] for c in reversed(commits[:at]) if c in measured), None)
+    if after is None or after == alert.commit_id:
+        return None
+    taken = session.scalars(select(Alert.id).where(
+        Alert.machine_id == alert.machine_id, Alert.environment_id == alert.environment_id,
+        Alert.benchmark_id == alert.benchmark_id, Alert.params_key == alert.params_key,
+        Alert.direction == alert.direction, Alert.commit_id == after, Alert.id != alert.id)).first()
+    if taken is not None:  # another alert already stands there: this one keeps its place
+        return None
+    moved = alert.commit.hash
+    alert.commit_id, alert.previous_commit_id = after, before
+    session.flush()
+    session.expire(alert, ["commit", "previous_commit"])
+    return moved
+
+
+def span(alert: Alert) -> tuple[str | None, str]:
+    """The commit known to be at the old level (None: none is) and the one known to be at the new
+    level, between which the step's first commit lies. A confirmed step's are the two commits its
+    re-measurement compared, measured now and told apart: the history's own neighbours of a step
+    that one or two points suggested may both be on one side (one noisy point moves a suspect's
+    place). Else the alert's previous measured commit and its commit."""
+    c = alert.confirmation or {}
+    if c.get("outcome") == "confirmed" and c.get("before_commit") and c.get("after_commit"):
+        return c["before_commit"], c["after_commit"]
+    return (alert.previous_commit.hash if alert.previous_commit else None), alert.commit.hash
 
 
 def levels(alert: Alert) -> tuple[float, float]:

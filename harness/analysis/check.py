@@ -19,9 +19,10 @@ A step at the end of a history with too few points after it for the detector to 
 `Tuning.suspect_after`, 5, see `detect`) is *suspected*: kept as an alert of that status, and
 measured again (`proofbench.analysis.confirm`: the commit before and the newest, in alternating
 rounds) within the check's time budget. Confirmed, it becomes a new alert; dropped, it is kept
-as `dropped` and not measured again; inconclusive, or where it cannot be measured again (another
-machine's series, no repository to build, confirmation off), it stays suspected with the reason,
-and the history decides it once enough points are in.
+as `dropped` and not measured again until a commit newer than those it compared arrives (then,
+still suspected, it is suspected anew: the new commit may be the step); inconclusive, or where
+it cannot be measured again (another machine's series, no repository to build, confirmation
+off), it stays suspected with the reason, and the history decides it once enough points are in.
 
 The check reports new alerts, suspected ones, alerts still open, those dropped and those resolved
 tonight. Its exit status is 1 when there is a new regression (or, with fail_on="open", any open
@@ -239,6 +240,8 @@ def _update_alerts(session: Session, all_series: list[Series], run: CheckRun, or
             elif match.status in ("suspected", "dropped") and not cp.suspected:
                 _decided(match, s, cp)  # the history alone decides it now
                 raised.append(match)
+            elif match.status == "dropped" and _newer_than_remeasured(s, match):
+                _reopened(match, s, cp, alerts)  # a new commit since the re-measurement: ask again
             match.seen_by_id = run.id
             if match.status == "suspected":
                 suspects.append((match, s, cp))
@@ -251,6 +254,24 @@ def _decided(alert: Alert, s: Series, cp: ChangePoint) -> None:
     # with the decided figures (a suspect's place and size were provisional; from now on it never moves).
     alert.status = "open"
     alert.commit_id, alert.previous_commit_id = _place(s, cp)
+    alert.before, alert.after, alert.p_value, alert.score = cp.before, cp.after, cp.p_value, cp.score
+
+
+def _newer_than_remeasured(s: Series, alert: Alert) -> bool:
+    """True when `s` has a commit newer than the newest one `alert`'s re-measurement compared:
+    a dropped step answered whether the level moved up to that commit, not after it."""
+    newest = max((p.commit.rank for p in s.points if p.value is not None), default=-1)
+    compared = (alert.confirmation or {}).get("after_commit")
+    return newest > next((p.commit.rank for p in s.points if p.commit.hash == compared), -1)
+
+
+def _reopened(alert: Alert, s: Series, cp: ChangePoint, alerts: list[Alert]) -> None:
+    # A dropped step suspected again with newer commits: suspected anew, at tonight's place
+    # unless another alert of the series stands there.
+    alert.status = "suspected"
+    commit_id, previous_id = _place(s, cp)
+    if not any(a is not alert and a.commit_id == commit_id and a.direction == cp.direction for a in alerts):
+        alert.commit_id, alert.previous_commit_id = commit_id, previous_id
     alert.before, alert.after, alert.p_value, alert.score = cp.before, cp.after, cp.p_value, cp.score
 
 

@@ -15,6 +15,13 @@ The rules, with m = `min_step` and the interval at confidence 1 - `alpha`:
   excludes 1 on the other side (the level moved the other way);
 - inconclusive: anything else, including fewer than `round_ratio`'s minimum of rounds.
 
+An interval too wide to decide (inconclusive, `WIDE`: a noisy machine) earns one more batch of
+rounds while the budget lasts, and the decision is taken again over all the rounds. The two
+looks are planned, so each is taken at `alpha` / `LOOKS` (Bonferroni): looking twice does not
+raise the chance of confirming a step that is not there above `alpha`. From `TRIM_FROM` rounds
+on, the rounds' log ratios are trimmed (`PAIRED_TRIM` at each end): a round hit by a burst of
+other work on one side then moves the decision little.
+
 `settle` is the nightly check's step that applies these rules to tonight's suspected alerts
 (`proofbench.analysis.check`), within a time budget; `bisect_new` then asks for the first bad
 commit of each new regression.
@@ -35,9 +42,10 @@ from proofbench.analysis.series import Series
 from proofbench.db.alerts import Alert
 from proofbench.errors import ProofbenchError
 from proofbench.project import CheckSettings
-from proofbench.stats import MIN_ROUNDS, RoundRatio, round_ratio
+from proofbench.stats import MIN_ROUNDS, PAIRED_TRIM, RoundRatio, round_ratio
 
 ALPHA = 0.05
+LOOKS = 2  # decisions taken at most per suspect: the first batch of rounds, then all of two batches
 SLACK = 1  # commits the suspected index may be off by (the detector moves boundaries by one or two)
 
 
@@ -101,6 +109,11 @@ class Rounds:
     seconds: float
     stopped: str = "rounds"
 
+    def then(self, more: Rounds) -> Rounds:
+        """These rounds followed by `more` of the same two commits."""
+        return Rounds(self.before_commit, self.after_commit, self.before + more.before, self.after + more.after,
+                      self.seconds + more.seconds, more.stopped)
+
     def paired(self) -> tuple[list[float], list[float]]:
         """The rounds where both commits have a value."""
         pairs = [(b, a) for b, a in zip(self.before, self.after) if b is not None and a is not None]
@@ -139,7 +152,7 @@ def decide(suspect: Suspect, before_rounds: Sequence[float], after_rounds: Seque
            min_step: float = 0.03, alpha: float = ALPHA) -> Confirmation:
     """Confirm or drop `suspect` from paired rounds: `before_rounds[i]` and `after_rounds[i]`
     are round i's summary of the commit before the step and of the commit after it."""
-    r = round_ratio(after_rounds, before_rounds, confidence=1.0 - alpha)
+    r = round_ratio(after_rounds, before_rounds, confidence=1.0 - alpha, trim=PAIRED_TRIM)
     outcome, reason = _rule(suspect.direction, r.estimate, r.low, r.high, r.rounds, min_step)
     expected = suspect.after / suspect.before if suspect.before > 0 and suspect.after > 0 else math.nan
     return Confirmation(outcome, reason, r.estimate, r.low, r.high, r.p_value, r.rounds, 1.0 - alpha,
@@ -219,14 +232,11 @@ def settle(suspects: list[Suspected], confirming: Confirming,
                 f"the confirmation budget ({confirming.budget:g} s) was spent on other series"
             alert.confirmation = stored(None, reason=reason)
             continue
-        newest = max(i for i, p in enumerate(s.points) if p.value is not None)
-        first, last = commits(cp.index, newest)
-        got = confirming.remeasure(s.machine, s.benchmark, s.key.params_key, s.points[first].commit.hash,
-                                   s.points[last].commit.hash, left)
+        got, decision = _looks(confirming.remeasure, s, cp, started + confirming.budget,
+                               settings.for_benchmark(s.benchmark).min_step)
         if isinstance(got, str):
             alert.confirmation = stored(None, reason=got)
             continue
-        decision = decide(cp, *got.paired(), min_step=settings.for_benchmark(s.benchmark).min_step)
         alert.confirmation = stored(decision, got)
         if decision.outcome is Outcome.CONFIRMED:
             alert.status = "open"
@@ -235,6 +245,38 @@ def settle(suspects: list[Suspected], confirming: Confirming,
             alert.status = "dropped"
             dropped.append(alert)
     return confirmed, dropped
+
+
+def _looks(remeasure: Remeasure, s: Series, cp: ChangePoint, deadline: float,
+           min_step: float) -> tuple[Rounds | str, Confirmation | None]:
+    # The rounds and the decision on one suspect of a stored series.
+    newest = max(i for i, p in enumerate(s.points) if p.value is not None)
+    first, last = commits(cp.index, newest)
+    before, after = s.points[first].commit.hash, s.points[last].commit.hash
+    return looks(lambda left: remeasure(s.machine, s.benchmark, s.key.params_key, before, after, left), cp,
+                 deadline, min_step=min_step)
+
+
+def looks(batch: Callable[[float], Rounds | str], suspect: Suspect, deadline: float = math.inf, *,
+          min_step: float = 0.03, alpha: float = ALPHA) -> tuple[Rounds | str, Confirmation | None]:
+    """Decide `suspect` from a first batch of rounds (`batch(seconds left)`), and from two
+    batches while the first leaves the interval too wide to decide and time is left before
+    `deadline` (`time.monotonic()`); each look at `alpha` / `LOOKS`. Returns the rounds and the
+    decision, or why the first batch could not be measured (and None)."""
+    got = batch(deadline - time.monotonic())
+    if isinstance(got, str):
+        return got, None
+    decision = decide(suspect, *got.paired(), min_step=min_step, alpha=alpha / LOOKS)
+    for _ in range(LOOKS - 1):
+        left = deadline - time.monotonic()
+        if decision.reason is not Reason.WIDE or got.stopped != "rounds" or left <= 0:
+            break
+        more = batch(left)
+        if isinstance(more, str):
+            break
+        got = got.then(more)
+        decision = decide(suspect, *got.paired(), min_step=min_step, alpha=alpha / LOOKS)
+    return got, decision
 
 
 def bisect_new(session: Session, alerts: list[Alert], confirming: Confirming) -> None:

@@ -23,8 +23,9 @@ class Tracker:
     few commits off, is the step already alerted).
 
     A suspected step is decided outside: `accept` raises it as an alert (a re-measurement
-    confirmed it), `reject` keeps a step in its direction between the commits re-measured
-    from being suspected again (one dropped it).
+    confirmed it), `reject` keeps a step in its direction from the first commit re-measured on
+    from being suspected again until a commit newer than the last one re-measured arrives (one
+    dropped it; as `proofbench check` does).
 
     A nightly job is a fresh process: pass the stored `history` (and `samples`) and the
     `alerts` raised before; tonight's `add` then alerts only what is new. Without `alerts`,
@@ -75,7 +76,8 @@ class Tracker:
                 new.append(cp)
         self._streaks = streaks
         self._suspected = tuple(cp for cp in suspects if not any(self._same(a, cp) for a in self._alerts)
-                                and not any(d == cp.direction and lo <= cp.index <= hi for d, lo, hi in self._dropped))
+                                and not any(d == cp.direction and lo <= cp.index and len(self._values) - 1 <= hi
+                                            for d, lo, hi in self._dropped))
         return new
 
     def accept(self, cp: ChangePoint) -> ChangePoint:
@@ -87,7 +89,7 @@ class Tracker:
 
     def reject(self, cp: ChangePoint, first: int, last: int) -> None:
         """A re-measurement of commits `first` and `last` dropped the suspected step `cp`: no
-        step in its direction is suspected between them again."""
+        step in its direction at `first` or later is suspected again while `last` is the newest."""
         self._dropped.append((cp.direction, first, last))
         self._suspected = tuple(s for s in self._suspected if s != cp)
 
