@@ -146,6 +146,9 @@ class Result(Base):
     # A paired measurement's raw record (track_speedup): its rounds, plan and answer checks,
     # as `proofbench.measure.pairing` documents it; None for every other benchmark.
     rounds: Mapped[Optional[dict[str, Any]]] = mapped_column()
+    # What the GPUs did while a CUDA profile's benchmark ran (`proofbench.measure.gpu_watch.summary`):
+    # throttling, clocks, temperature, power, other processes; None off CUDA or without NVML.
+    gpu: Mapped[Optional[dict[str, Any]]] = mapped_column()
 
     benchmark: Mapped[Benchmark] = relationship()
     machine: Mapped[Machine] = relationship()

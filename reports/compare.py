@@ -44,7 +44,15 @@ def _variant(v) -> dict | None:
     return {"status": v.status, "reason": v.reason, "samples": len(v.samples),
             "median_s": _number(v.time.median) if v.time else None, "iqr_s": _number(v.time.iqr) if v.time else None,
             "noisy": v.noisy, "items": _number(v.items), "items_per_second": _number(v.items_per_second),
-            "speedup": _speedup(v.speedup), "threads": v.threads, "busy": v.busy}
+            "speedup": _speedup(v.speedup), "threads": v.threads, "busy": v.busy, "gpu": _gpu(v.gpu)}
+
+
+def _gpu(conditions) -> dict | None:
+    # a CUDA run watched through NVML: what held its clocks down, and who else used the GPU
+    if conditions is None:
+        return None
+    return {"throttled": conditions.throttled, "throttle_reasons": list(conditions.throttle_reasons),
+            "other_processes": conditions.other_processes, "other_pids": list(conditions.other_pids)}
 
 
 def as_json(comparison) -> dict:
@@ -73,9 +81,16 @@ def as_json_text(comparison) -> str:
     return json.dumps(as_json(comparison), indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
+def _name(side) -> str:
+    # one machine's devices side by side: the device tells the sides apart
+    return f"{side.name} [{side.device}]" if side.device else side.name
+
+
 def _side_line(label: str, side) -> str:
     gpu = side.gpu if side.gpu != "none" or not side.gpu_note else f"none ({side.gpu_note})"
-    return (f"{label}: {side.name} (fingerprint {side.fingerprint}) at commit {side.commit[:10]}; CPU {side.cpu}"
+    profiles = f" ({side.device} profiles)" if side.device else ""
+    return (f"{label}: {side.name}{profiles} (fingerprint {side.fingerprint}) at commit {side.commit[:10]}; "
+            f"CPU {side.cpu}"
             f"{f', {side.logical_cores} logical cores' if side.logical_cores else ''}; GPU {gpu}; "
             f"torch {side.torch or 'unknown'}")
 
@@ -85,7 +100,7 @@ def text(comparison) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    a, b = comparison.a.name, comparison.b.name
+    a, b = _name(comparison.a), _name(comparison.b)
     table = Table(title=fmt.cell(f"proofbench — {a} (A) against {b} (B)"))
     for column in ("subject", "size", "variant", f"speedup on {a}", f"speedup on {b}", f"{a} items/s",
                    f"{b} items/s", "A/B items/s [95% CI]"):
@@ -100,7 +115,8 @@ def text(comparison) -> str:
     out.print(fmt.cell(_side_line("A", comparison.a)))
     out.print(fmt.cell(_side_line("B", comparison.b)))
     if not comparison.same_commit:
-        out.print("note: the machines are compared at different commits (each one's latest)")
+        sides = "devices" if comparison.a.device else "machines"
+        out.print(f"note: the {sides} are compared at different commits (each one's latest)")
     if comparison.subjects:
         out.print(table)
     if comparison.plain:
@@ -134,9 +150,12 @@ def _cell(v) -> str:
         return "not measured"
     if v.status != "ok":
         return v.status
+    caveat = fmt.gpu_words(v.gpu)
     if v.speedup is None:
-        return "reference" if v.variant == "baseline" else "—"
-    return f"{fmt.factor(v.speedup.estimate)} {fmt.interval(v.speedup.low, v.speedup.high)}".strip()
+        shown = "reference" if v.variant == "baseline" else "—"
+    else:
+        shown = f"{fmt.factor(v.speedup.estimate)} {fmt.interval(v.speedup.low, v.speedup.high)}".strip()
+    return f"{shown}\n{caveat}" if caveat else shown
 
 
 def _ratio_cell(v) -> str:

@@ -218,9 +218,29 @@ def verdict_reason(verdict) -> str:
         Why.RATE_SHORT: lambda: f"baseline {rate(v.baseline)} {v.detail}s/s" if not _missing(v.baseline) else "",
         Why.NO_FIGURE: lambda: f"no {v.detail} figure for both variants",
         Why.REDUCTION: lambda: f"{v.detail}: {amount(v.baseline, '')} -> {amount(v.measured, '')}",
+        Why.GPU_THROTTLED: lambda: f"GPU throttled ({v.detail}) while measured",
+        Why.GPU_SHARED: lambda: gpu_shared_words(v.detail.split(", ") if v.detail else ()),
     }
     said = words[v.why]() if v.why in words else str(v.why)
     return "; ".join(x for x in (said, isa_words(v.isa)) if x)
+
+
+def gpu_shared_words(pids) -> str:
+    """'another process used the GPU meanwhile (pid 4242)'; without ids, without the parenthesis."""
+    pids = [str(p) for p in pids]
+    named = f" ({'pid' if len(pids) == 1 else 'pids'} {', '.join(pids)})" if pids else ""
+    return f"another process used the GPU meanwhile{named}"
+
+
+def gpu_words(conditions) -> str:
+    """What a watched GPU run's conditions (`proofbench.measure.gpu_watch.GpuConditions`) say
+    against its timing, in a few words; empty when nothing does."""
+    if conditions is None:
+        return ""
+    said = [f"GPU throttled ({', '.join(conditions.throttle_reasons)}) while measured"] if conditions.throttled else []
+    if conditions.shared:
+        said.append(gpu_shared_words(conditions.other_pids))
+    return "; ".join(said)
 
 
 def isa_words(note) -> str:
@@ -267,4 +287,4 @@ FILTERS = {"seconds": seconds, "joules": joules, "si": si, "byte_size": byte_siz
            "percent": percent, "signed_percent": signed_percent, "amount": amount, "when": when, "day": day,
            "short": short, "anchor": anchor, "verdict_figure": verdict_figure, "verdict_reason": verdict_reason,
            "promise": promise, "source": source, "css_class": css_class, "speedup_words": speedup_words,
-           "isa_words": isa_words}
+           "isa_words": isa_words, "gpu_words": gpu_words}

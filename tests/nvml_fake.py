@@ -3,6 +3,7 @@ reading), shared by the machine-profile, telemetry and energy tests. Nothing her
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -93,6 +94,14 @@ class FakeNvml:
 
     def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle):
         return self._device(handle, "nvmlDeviceGetCurrentClocksEventReasons")
+
+    def nvmlDeviceGetPowerUsage(self, handle):
+        return self._device(handle, "nvmlDeviceGetPowerUsage")
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle):
+        # "self" in the fixture is the process reading it
+        return [SimpleNamespace(pid=os.getpid() if p["pid"] == "self" else p["pid"], usedGpuMemory=p["usedGpuMemory"])
+                for p in self._device(handle, "nvmlDeviceGetComputeRunningProcesses")]
 
     def nvmlDeviceGetTotalEnergyConsumption(self, handle):
         # millijoules since the driver loaded: the fixture's count plus what a test adds

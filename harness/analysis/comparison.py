@@ -10,6 +10,7 @@ measured in rounds show the separate processes' figure, which decides nothing.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
 from sqlalchemy import select
@@ -19,6 +20,7 @@ from proofbench.analysis.isa import IsaNote, isa_note
 from proofbench.db.commits import latest
 from proofbench.db.models import Benchmark, Commit, Machine, Result
 from proofbench.declare import within_tolerance
+from proofbench.measure.gpu_watch import GpuConditions
 from proofbench.measure.pairing import worst
 from proofbench.stats import Paired, Reduction, Round, Spread, paired, speedup, spread, unpaired
 
@@ -44,6 +46,7 @@ class VariantFigures:
     deterministic: bool | None = None  # False: the baseline disagreed with itself in the rounds
     state_kept: bool | None = None  # False: a declared kept state moved between timed calls
     isa: IsaNote | None = None  # a bf16 or int8 variant: the CPU features its speed depends on
+    gpu: GpuConditions | None = None  # a CUDA run watched through NVML: throttling, other processes
 
     @property
     def items_per_second(self) -> float | None:
@@ -102,17 +105,22 @@ def machines(session: Session) -> list[Machine]:
     return list(session.scalars(select(Machine).where(Machine.id.in_(ids)).order_by(Machine.name, Machine.id)))
 
 
-def figures(session: Session, machine: Machine, commit_id: int | None = None) -> list[SubjectFigures]:
-    """Every subject and size measured on `machine` at `commit_id` (default: its latest)."""
+def figures(session: Session, machine: Machine, commit_id: int | None = None,
+            profiles: Collection[str] | None = None) -> list[SubjectFigures]:
+    """Every subject and size measured on `machine` at `commit_id` (default: its latest), of the
+    run profiles named in `profiles` only when given (a CPU profile's results apart from a CUDA one's)."""
     if commit_id is None:
         newest = latest(session, machine.id)
         if newest is None:
             return []
         commit_id = newest.id
     commit = session.get(Commit, commit_id)
-    rows = session.execute(select(Result, Benchmark).join(Benchmark, Result.benchmark_id == Benchmark.id)
-                           .where(Result.machine_id == machine.id, Result.commit_id == commit_id,
-                                  Benchmark.kind == "subject")).all()  # plain asv benchmarks have no variants
+    query = (select(Result, Benchmark).join(Benchmark, Result.benchmark_id == Benchmark.id)
+             .where(Result.machine_id == machine.id, Result.commit_id == commit_id,
+                    Benchmark.kind == "subject"))  # plain asv benchmarks have no variants
+    if profiles is not None:
+        query = query.where(Result.profile.in_(list(profiles)))
+    rows = session.execute(query).all()
     grouped: dict[tuple[str, str], dict[str, list[tuple[Result, Benchmark]]]] = {}
     for result, bench in rows:
         size = result.params.get("size", "")
@@ -165,7 +173,8 @@ def _variant_figures(name: str, rows: list[tuple[Result, Benchmark]]) -> Variant
         items=_ok(by_metric.get("items")), speedup=None, peak_memory=_ok(by_metric.get("peak_memory")),
         quality=_ok(quality), equivalent=quality.equivalent if quality is not None else None, measures=measures,
         other_load_cores=timing.other_load_cores if timing is not None else None,
-        busy=timing.busy if timing is not None else None, threads=timing.threads if timing is not None else None)
+        busy=timing.busy if timing is not None else None, threads=timing.threads if timing is not None else None,
+        gpu=GpuConditions.of(r.gpu for r, b in rows if b.name.endswith((".time_call", ".track_speedup"))))
     return _with_rounds(figures, *pair) if pair is not None else figures
 
 

@@ -15,12 +15,17 @@ commit both machines measured. For every benchmark and parameter combination mea
 the two values (asv's, per commit) and their ratio A/B are given; below 1 the value is lower on
 A (for a time or a memory: A is better). An empty comparison (no commit in common, no benchmark
 measured on both) is an InputError that says which.
+
+`compare_devices` puts one machine's results of two devices side by side (a CPU profile's
+against a CUDA profile's, each at its newest commit unless one is given) in the same shape:
+side A is the first device, side B the second, and the ratio is items/s on A over B.
 """
 from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sqlalchemy import func, select
@@ -31,6 +36,7 @@ from proofbench.analysis.comparison import SubjectFigures, VariantFigures, figur
 from proofbench.db.commits import latest, ordered
 from proofbench.db.models import Benchmark, Commit, Machine, Result
 from proofbench.errors import InputError
+from proofbench.profile import Profile
 from proofbench.stats import Speedup, speedup
 
 
@@ -48,6 +54,7 @@ class MachineSide:
     gpu_note: str | None  # why there is no GPU ("NVML not available: ..."), when the profile says
     torch: str | None
     cuda: str | None
+    device: str | None = None  # one machine's devices compared: the device of this side's profiles
 
 
 @dataclass(frozen=True)
@@ -162,6 +169,42 @@ def compare(session: Session, a: str, b: str, rev: str | None = None, repo: Path
         commits = [at, at]
     return HardwareComparison(_side(machine_a, commits[0]), _side(machine_b, commits[1]), pairs, plain,
                               at.hash if plain else "")
+
+
+def compare_devices(session: Session, spec: str, devices: tuple[str, str], known: Mapping[str, Profile],
+                    rev: str | None = None, repo: Path | None = None) -> HardwareComparison:
+    """Machine `spec`'s results of the profiles on `devices[0]` (A) against those on `devices[1]`
+    (B); `known` are the run profiles by name. InputError saying which device has no results."""
+    if len(set(devices)) != 2:
+        raise InputError(f"--devices: give two different devices, got {' '.join(devices)}")
+    machine = resolve_machine(session, spec)
+    commit = resolve_commit(session, rev, repo) if rev else None
+    sides, sets = [], []
+    for device in devices:
+        names = sorted(name for name, p in known.items() if p.device == device)
+        at = commit or _newest_of_profiles(session, machine, names)
+        found = figures(session, machine, at.id, profiles=names) if at is not None else []
+        if not found:
+            raise InputError(_why_no_device(machine, device, names, commit))
+        sides.append(replace(_side(machine, at), device=device))
+        sets.append({(f.subject, f.size): f for f in found})
+    keys = sorted(set(sets[0]) | set(sets[1]), key=lambda k: (_either(sets, k).area, k))
+    return HardwareComparison(sides[0], sides[1], tuple(_subject_pair(sets[0].get(k), sets[1].get(k)) for k in keys))
+
+
+def _newest_of_profiles(session: Session, machine: Machine, names: list[str]) -> Commit | None:
+    """The newest commit, in commit order, with subject results of these profiles on `machine`."""
+    measured = set(session.scalars(select(Result.commit_id).where(Result.machine_id == machine.id,
+                                                                  Result.profile.in_(names)).distinct()))
+    return next((c for c in reversed(ordered(session, machine.id)) if c.id in measured), None)
+
+
+def _why_no_device(machine: Machine, device: str, names: list[str], commit: Commit | None) -> str:
+    at = f" at commit {commit.hash[:12]}" if commit is not None else ""
+    if not names:
+        return f"no {device} results on {machine.name!r}: no run profile has device {device}"
+    return (f"no {device} results on {machine.name!r}{at} (profiles on {device}: {', '.join(names)}); "
+            f"measure them there first, e.g. proofbench run --profile {names[0]}")
 
 
 def _commits_of(session: Session, machine: Machine) -> set[int]:

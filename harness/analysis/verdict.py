@@ -11,7 +11,9 @@ skipped          the variant cannot run here (the reason says why)
 failed           the variant crashed, hung or ran out of memory, or broke its declared state
 not measurable here  the claim is about hardware this machine lacks, or nothing measures it
 inconclusive     the measurement cannot decide: too few rounds, too noisy, unequal load, or a
-                 speedup from separate processes (the reason is `detail`, a `stats.Why`)
+                 speedup from separate processes (the reason is `detail`, a `stats.Why`); or a
+                 speed or rate measured while the GPU throttled or another process used it,
+                 which is not this machine's own speed (the same rule as unequal CPU load)
 """
 from __future__ import annotations
 
@@ -49,6 +51,8 @@ class Why(StrEnum):
     REDUCTION = "the reduction measured"
     NO_EQUIVALENCE = "no equivalence result"
     WITHIN_TOLERANCE = "within the stated tolerance"
+    GPU_THROTTLED = "the GPU held its clocks down while measured"  # `detail`: the reasons, comma-separated
+    GPU_SHARED = "another process used the GPU while measured"  # `detail`: their ids, comma-separated
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,25 @@ def judge(claim: Claim, figures: SubjectFigures | None, has_gpu: bool) -> Verdic
     verdict = replace(_measured(claim, figures), isa=variant.isa)
     if claim.device == "gpu" and not has_gpu and verdict.label not in ("skipped", "failed"):
         return replace(verdict, label="not measurable here", why=Why.GPU_CLAIM)
+    return _gpu_watched(verdict, figures, claim.variant)
+
+
+_SPEED_KINDS = ("speedup", "throughput")
+_DECIDED = ("reproduced", "partly", "not reproduced")
+
+
+def _gpu_watched(verdict: Verdict, figures: SubjectFigures, variant: str) -> Verdict:
+    # A speed or rate decided while the GPU throttled, or was shared, is not this machine's:
+    # the figure stays, the word becomes "inconclusive" with the reason (as for unequal CPU load).
+    if verdict.kind not in _SPEED_KINDS or verdict.label not in _DECIDED:
+        return verdict
+    sides = [v.gpu for v in (figures.variant(variant), figures.baseline) if v is not None and v.gpu is not None]
+    reasons = sorted({r for g in sides for r in g.throttle_reasons})
+    if reasons:
+        return replace(verdict, label="inconclusive", why=Why.GPU_THROTTLED, detail=", ".join(reasons))
+    if any(g.shared for g in sides):
+        pids = sorted({p for g in sides for p in g.other_pids})
+        return replace(verdict, label="inconclusive", why=Why.GPU_SHARED, detail=", ".join(map(str, pids)))
     return verdict
 
 

@@ -2,18 +2,22 @@
 
 `gpu_profiles()` describes each GPU once: name, memory, driver, CUDA driver version,
 compute capability, power limit and maximum clocks. `NvmlSampler` samples utilisation,
-temperature, SM clock and clock-event ("throttle") reasons in a background thread while
-a benchmark runs. Both take the NVML module as an argument (`nvml=`) so tests hand in a
-fake. Without the NVML library, or without a GPU, nothing raises: the answer is empty and
-a plain reason says why ("NVML not available: NVML Shared Library Not Found").
+temperature, SM clock, power draw, clock-event ("throttle") reasons and the other processes
+computing on each GPU in a background thread while a benchmark runs. Both take the NVML
+module as an argument (`nvml=`) so tests hand in a fake. Without the NVML library, or without
+a GPU, nothing raises: the answer is empty and a plain reason says why ("NVML not available:
+NVML Shared Library Not Found").
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import asdict, dataclass
 from types import ModuleType
 from typing import Any, Callable
+
+import psutil
 
 from proofbench.errors import DeclarationError, InputError
 
@@ -184,6 +188,19 @@ class GpuSample:
     temperature_c: int | None
     sm_clock_mhz: int | None
     reasons_mask: int | None
+    power_mw: int | None = None
+    # Compute processes on this GPU other than this one and its children; None: unreadable.
+    others: tuple[int, ...] | None = None
+    own_listed: bool = False  # this process (or a child) was among them: the ids are comparable
+
+    @property
+    def other_count(self) -> int:
+        """How many of the listed processes are certainly not this one. Where this process is
+        not listed its own id may read differently (another PID namespace: a container), so one
+        of the others may be this process itself."""
+        if not self.others:
+            return 0
+        return len(self.others) if self.own_listed else len(self.others) - 1
 
 
 def _mean(values: list[float]) -> float | None:
@@ -201,7 +218,9 @@ class Telemetry:
     reason in THROTTLE_REASONS (thermal slowdown, power cap, hardware slowdown, power
     brake, board or reliability limit) and `thermal_throttled` when one of them is thermal.
     SM clocks are summarised over samples the GPU did not mark idle, so the idle clock
-    before the work starts does not read as a slowdown.
+    before the work starts does not read as a slowdown. `other_processes` is the most compute
+    processes other than this one (and its children) that any sample found on a GPU; a run
+    with any is `shared`.
     """
 
     samples: tuple[GpuSample, ...]
@@ -228,6 +247,21 @@ class Telemetry:
         """True when the clocks were held down for heat."""
         return any(name in THERMAL_REASONS for name in self.throttle_reasons)
 
+    @property
+    def other_processes(self) -> int:
+        """The most processes, other than this one, that one sample found computing on a GPU."""
+        return max((s.other_count for s in self.samples), default=0)
+
+    @property
+    def other_pids(self) -> tuple[int, ...]:
+        """The ids of those processes, sorted (as NVML reports them)."""
+        return tuple(sorted({pid for s in self.samples if s.other_count for pid in s.others}))
+
+    @property
+    def shared(self) -> bool:
+        """True when another process computed on a GPU while the block ran."""
+        return self.other_processes > 0
+
     def _busy_clocks(self) -> list[int]:
         readable = [s for s in self.samples if s.sm_clock_mhz is not None]
         busy = [s for s in readable if s.reasons_mask is None or not s.reasons_mask & _IDLE_BIT]
@@ -238,6 +272,7 @@ class Telemetry:
         temperatures = [s.temperature_c for s in self.samples if s.temperature_c is not None]
         clocks = self._busy_clocks()
         utilization = [s.utilization_pct for s in self.samples if s.utilization_pct is not None]
+        power = [s.power_mw / 1000 for s in self.samples if s.power_mw is not None]
         return {
             "samples": len(self.samples),
             "gpus": sorted({s.gpu for s in self.samples}),
@@ -245,6 +280,9 @@ class Telemetry:
             "min_sm_clock_mhz": min(clocks, default=None),
             "mean_sm_clock_mhz": _mean(clocks),
             "mean_utilization_pct": _mean(utilization),
+            "mean_power_w": _mean(power),
+            "other_processes": self.other_processes,
+            "other_pids": list(self.other_pids),
             "reasons_seen": list(self.reasons_seen),
             "throttle_reasons": list(self.throttle_reasons),
             "throttled": self.throttled,
@@ -261,6 +299,25 @@ def _reason_reader(nvml: Any, handle: Any) -> Callable[[Any], int] | None:
         if fn is not None and _optional(nvml, fn, handle) is not None:
             return fn
     return None
+
+
+def _own_pids() -> set[int]:
+    # this process and the processes it started (data-loading workers): their GPU use is the work's
+    own = {os.getpid()}
+    try:
+        own.update(child.pid for child in psutil.Process().children(recursive=True))
+    except psutil.Error:
+        pass  # a child gone meanwhile: the ids read so far stand
+    return own
+
+
+def _others(nvml: Any, handle: Any) -> tuple[tuple[int, ...] | None, bool]:
+    listed = _optional(nvml, nvml.nvmlDeviceGetComputeRunningProcesses, handle)
+    if listed is None:
+        return None, False
+    pids = {int(p.pid) for p in listed}
+    own = _own_pids() if pids - {os.getpid()} else {os.getpid()}  # children are read only when needed
+    return tuple(sorted(pids - own)), bool(pids & own)
 
 
 class NvmlSampler:
@@ -312,6 +369,7 @@ class NvmlSampler:
     def _read(self, index: int, handle: Any, reasons: Callable[[Any], int] | None) -> GpuSample:
         nvml = self._nvml
         utilization = _optional(nvml, nvml.nvmlDeviceGetUtilizationRates, handle)
+        others, own_listed = _others(nvml, handle)
         return GpuSample(
             at=self._clock() - self._start,
             gpu=index,
@@ -319,6 +377,9 @@ class NvmlSampler:
             temperature_c=_optional(nvml, nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU),
             sm_clock_mhz=_optional(nvml, nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_SM),
             reasons_mask=None if reasons is None else _optional(nvml, reasons, handle),
+            power_mw=_optional(nvml, nvml.nvmlDeviceGetPowerUsage, handle),
+            others=others,
+            own_listed=own_listed,
         )
 
     def _sample_all(self) -> None:
@@ -345,6 +406,18 @@ class NvmlSampler:
         self._thread = None
         self._sample_all()
         _shutdown(self._nvml)
+
+    @property
+    def watching(self) -> bool:
+        """True while the background thread samples at least one GPU."""
+        return self._thread is not None
+
+    def telemetry_now(self) -> Telemetry:
+        """The telemetry so far, with one more reading of each GPU taken now, sampling going on
+        (a block observed in parts, as asv's teardown after every sample observes it)."""
+        if self._thread is not None:
+            self._sample_all()
+        return self.telemetry()
 
     @property
     def samples(self) -> tuple[GpuSample, ...]:

@@ -27,7 +27,8 @@ import psutil
 from proofbench import capability
 from proofbench.declare import Context, Subject, Variant, Workload
 from proofbench.errors import InputError, Skip
-from proofbench.measure import pairing, sidecar
+from proofbench.machine.nvml import NvmlSampler
+from proofbench.measure import gpu_watch, pairing, sidecar
 from proofbench.measure.interleave import alternate
 from proofbench.measure.memory import PeakMemory
 from proofbench.measure.noise import OtherLoad
@@ -45,7 +46,8 @@ _MEMORY_LIMITED: list[int] = []  # the limit this process runs under, once set
 # asv re-runs setup before every timed sample (asv#966); the prepared workload is kept per
 # process so a sample costs one setup check, not a model build. Variants are repeatable by
 # contract (see proofbench.declare.Variant), so reusing the inputs observes the same state.
-_WORKLOADS: dict[tuple[str, str, str, str], tuple[Workload, OtherLoad]] = {}
+# Beside the workload: the other processes' CPU load and, on a CUDA profile, the GPUs' telemetry.
+_WORKLOADS: dict[tuple[str, str, str, str], tuple[Workload, OtherLoad, NvmlSampler | None]] = {}
 # The benchmark instance whose class-level setup ran last in this process. asv runs the
 # class's setup and then the benchmark's own (`time_call.setup`, see `prepared`) in one
 # process, one benchmark at a time; the second needs the first's instance.
@@ -184,8 +186,9 @@ class SubjectBenchmark:
         variant, size = self._params
         key = (self.subject_key, variant, size, self._profile.device)
         if key not in _WORKLOADS:
-            _WORKLOADS[key] = (self._prepare(variant, size), OtherLoad().__enter__())
-        self._workload, self._load = _WORKLOADS[key]
+            _WORKLOADS[key] = (self._prepare(variant, size), OtherLoad().__enter__(),
+                               gpu_watch.start(self._profile.device))
+        self._workload, self._load, self._gpu = _WORKLOADS[key]
         return self._workload
 
     def _lazy(self) -> Workload | None:
@@ -212,9 +215,11 @@ class SubjectBenchmark:
         load_ = getattr(self, "_load", None)
         if load_ is not None:
             load_.__exit__(None, None, None)
+            gpu = getattr(self, "_gpu", None)
+            watched = {"gpu": gpu_watch.summary(gpu.telemetry_now())} if gpu is not None else {}
             self._note("ok", method=getattr(self, "_method", None), other_load_cores=load_.cores,
                        busy=load_.busy, threads=self._profile.torch_threads,
-                       profile=self._profile.name, device=self._profile.device)
+                       profile=self._profile.name, device=self._profile.device, **watched)
 
     # -- measurements ----------------------------------------------------------------
 

@@ -247,7 +247,7 @@ def _values(point: Point, parsed: ResultsFile, keys: dict[str, int], benchmark_i
               "samples": list(point.samples) if point.samples else None, "number": point.number,
               "started_at": point.started_at, "duration": point.duration, "reason": "",
               "other_load_cores": None, "busy": None, "threads": None, "profile": None, "equivalent": None,
-              "rounds": None}
+              "rounds": None, "gpu": None}
     values.update(_diagnosed(point, parsed, diagnostics) if diagnostics else {})
     if point.status == "failed" and not values["reason"]:
         values["reason"] = "failed; no reason was recorded (crashed, killed or timed out)"
@@ -272,11 +272,17 @@ def _diagnosed(point: Point, parsed: ResultsFile, diagnostics: dict) -> dict:
             out["rounds"] = record.details["rounds"]
         if record.status == "ok" and "threads" in record.details:
             out.update(other_load_cores=record.details.get("other_load_cores"), busy=record.details.get("busy"),
-                       threads=record.details.get("threads"), profile=record.details.get("profile"))
+                       threads=record.details.get("threads"), profile=record.details.get("profile"),
+                       gpu=_gpu(record.details.get("gpu")))
     reason = _reason(records, point.status == "failed")
     if reason:
         out["reason"] = reason
     return out
+
+
+def _gpu(summary: object) -> dict | None:
+    # the GPU telemetry summary of a CUDA run (proofbench.measure.gpu_watch); anything else is not one
+    return summary if isinstance(summary, dict) and summary else None
 
 
 def _reason(records: list[sidecar.Record], failed: bool) -> str:
