@@ -206,6 +206,26 @@ def test_ingest_keeps_the_gpu_summary_beside_busy(two_devices):
     assert stored[("gpu", "optimized")]["throttle_reasons"] == ["sw_power_cap"]
 
 
+@pytest.mark.parametrize("junk", [["not", "a", "record"], {"throttled": "yes", "throttle_reasons": [],
+                                                            "other_processes": 0, "other_pids": []},
+                                  {"throttled": True, "throttle_reasons": 5, "other_processes": 0, "other_pids": []},
+                                  {"throttled": False, "throttle_reasons": [], "other_processes": 1,
+                                   "other_pids": ["4242"]}])
+def test_a_gpu_record_of_another_shape_is_not_kept_and_the_result_is(tmp_path, junk):
+    project = _project(tmp_path)
+    results = tmp_path / "results" / "box"
+    results.mkdir(parents=True)
+    (results / f"{COMMIT[:8]}-{CUDA_ENV}.json").write_text(json.dumps(_document(CUDA_ENV, 0.5)))
+    side = tmp_path / "sidecar.jsonl"
+    sidecar.append(side, [_record(CUDA_ENV, "optimized", "gpu", junk)])
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    assert main(["ingest", str(tmp_path / "results"), "--sidecar", str(side), "--db", url,
+                 "--project", str(project)]) == 0
+    with Session(connect(url)) as session:
+        stored = {r.params["variant"]: (r.gpu, r.busy) for r in session.scalars(select(Result))}
+    assert stored["optimized"] == (None, False)  # the record's other fields are kept
+
+
 def test_compare_devices_shows_cpu_and_cuda_side_by_side(two_devices, capsys):
     url, project = two_devices
     assert main(["compare", "box", "--devices", "cpu", "cuda", "--db", url, "--project", str(project)]) == 0

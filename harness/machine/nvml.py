@@ -10,16 +10,14 @@ NVML Shared Library Not Found").
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 from dataclasses import asdict, dataclass
 from types import ModuleType
 from typing import Any, Callable
 
-import psutil
-
 from proofbench.errors import DeclarationError, InputError
+from proofbench.machine import gpu_processes
 
 # Bits of NVML's clocks-event reasons (called clocks-throttle reasons before driver 535).
 REASON_BITS: dict[int, str] = {
@@ -301,25 +299,6 @@ def _reason_reader(nvml: Any, handle: Any) -> Callable[[Any], int] | None:
     return None
 
 
-def _own_pids() -> set[int]:
-    # this process and the processes it started (data-loading workers): their GPU use is the work's
-    own = {os.getpid()}
-    try:
-        own.update(child.pid for child in psutil.Process().children(recursive=True))
-    except psutil.Error:
-        pass  # a child gone meanwhile: the ids read so far stand
-    return own
-
-
-def _others(nvml: Any, handle: Any) -> tuple[tuple[int, ...] | None, bool]:
-    listed = _optional(nvml, nvml.nvmlDeviceGetComputeRunningProcesses, handle)
-    if listed is None:
-        return None, False
-    pids = {int(p.pid) for p in listed}
-    own = _own_pids() if pids - {os.getpid()} else {os.getpid()}  # children are read only when needed
-    return tuple(sorted(pids - own)), bool(pids & own)
-
-
 class NvmlSampler:
     """Context manager that samples every GPU every `interval` seconds while its block runs.
 
@@ -369,7 +348,8 @@ class NvmlSampler:
     def _read(self, index: int, handle: Any, reasons: Callable[[Any], int] | None) -> GpuSample:
         nvml = self._nvml
         utilization = _optional(nvml, nvml.nvmlDeviceGetUtilizationRates, handle)
-        others, own_listed = _others(nvml, handle)
+        others, own_listed = gpu_processes.others(
+            _optional(nvml, nvml.nvmlDeviceGetComputeRunningProcesses, handle))
         return GpuSample(
             at=self._clock() - self._start,
             gpu=index,

@@ -280,9 +280,23 @@ def _diagnosed(point: Point, parsed: ResultsFile, diagnostics: dict) -> dict:
     return out
 
 
+_GPU_SHAPE = {"throttled": bool, "throttle_reasons": list, "other_processes": int, "other_pids": list}
+
+
 def _gpu(summary: object) -> dict | None:
-    # the GPU telemetry summary of a CUDA run (proofbench.measure.gpu_watch); anything else is not one
-    return summary if isinstance(summary, dict) and summary else None
+    # The GPU telemetry summary of a CUDA run (proofbench.measure.gpu_watch). A record of any
+    # other shape (a hand-edited or foreign sidecar) is not one: the result keeps no GPU record
+    # rather than one a verdict would misread.
+    if not isinstance(summary, dict) or not summary:
+        return None
+    for key, kind in _GPU_SHAPE.items():
+        value = summary.get(key)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            return None
+    if not all(isinstance(r, str) for r in summary["throttle_reasons"]) or \
+            not all(isinstance(p, int) and not isinstance(p, bool) for p in summary["other_pids"]):
+        return None
+    return summary
 
 
 def _reason(records: list[sidecar.Record], failed: bool) -> str:
