@@ -283,7 +283,7 @@ def _changes(s: Series, settings: CheckSettings) -> list[ChangePoint]:
     samples = s.samples
     rule = settings.for_benchmark(s.benchmark)
     higher = s.higher_is_better if rule.higher_is_better is None else rule.higher_is_better
-    return detect(s.values, samples=samples if any(x is not None for x in samples) else None,
+    return detect(s.levels, samples=samples if any(x is not None for x in samples) else None,
                   higher_is_better=higher, min_step=rule.min_step, alpha=rule.significance, suspected=True)
 
 

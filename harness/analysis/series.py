@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from proofbench.db.commits import basis, ordered
 from proofbench.db.models import Benchmark, Commit, Environment, Machine, Result
+from proofbench.run_level import run_level
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,15 @@ class Series:
     @property
     def values(self) -> list[float | None]:
         return [p.value for p in self.points]
+
+    @property
+    def levels(self) -> list[float | None]:
+        """What change points are looked for in: for a timing, each run's level
+        (`proofbench.run_level.run_level`: the low tail of its raw samples, which load disturbs
+        least); for any other metric, the values."""
+        if self.metric != "time":
+            return self.values
+        return [run_level(p.value, p.samples) for p in self.points]
 
     @property
     def samples(self) -> list[tuple[float, ...] | None]:

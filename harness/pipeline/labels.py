@@ -35,6 +35,11 @@ _BENCHMARK_FIELDS = {"subject": str, "metric": str, "unit": str, "higher_is_bett
 _LIMITS = {"subject": 200, "area": 50, "item": 50, "metric": 100, "unit": 100, "version": 200}
 
 
+def asv_type(name: str) -> str:
+    """asv's type of a benchmark, from its method's name: time, peakmemory, memory or track."""
+    return next((k for p, k in _PREFIXES if name.rpartition(".")[2].startswith(p)), "track")
+
+
 @dataclass(frozen=True)
 class Label:
     """The meaning of one benchmark: a subject's metric (`kind` "subject"), or a plain asv
@@ -193,8 +198,7 @@ def _asv_entry(entry: Any) -> AsvEntry:
 def plain(name: str, version: str, count: int, entry: AsvEntry | None) -> Label:
     """The label of a plain asv benchmark with `count` parameters, from its benchmarks.json
     entry where that has as many parameters, else from its name."""
-    kind = entry.type if entry is not None else next((k for p, k in _PREFIXES if name.rpartition(".")[2]
-                                                      .startswith(p)), "track")
+    kind = entry.type if entry is not None else asv_type(name)
     names = list(entry.param_names) if entry is not None and len(entry.param_names) == count else \
         [f"p{i + 1}" for i in range(count)]
     unit = entry.unit if entry is not None else ASV_UNITS[kind]

@@ -5,6 +5,8 @@ the commit is built and installed, the suite of the working tree runs against it
 directory of its own, so rounds never merge. Commits alternate inside a round and the order
 turns round by round (A B, B A, A B ...), so drift and bursts of load from other processes fall
 on both sides alike; the round is the unit of the statistic (`proofbench.stats.round_ratio`).
+A timing's value in a round is its run level (`proofbench.run_level.run_level`), as the history's
+series are read for change points, so a bisection compares like with like.
 
 What is measured is a list of series (benchmark name and parameter values); asv is asked for
 exactly those (`--bench` with the names asv prints for a parameter set). Building a commit runs
@@ -24,9 +26,10 @@ from pathlib import Path
 from proofbench import git
 from proofbench.errors import InputError, RunError
 from proofbench.machine.capture import MachineProfile
-from proofbench.pipeline import history, results_file
+from proofbench.pipeline import history, labels, results_file
 from proofbench.pipeline.asv import Layout
 from proofbench.profile import Profile
+from proofbench.run_level import run_level
 
 
 @dataclass(frozen=True)
@@ -102,8 +105,13 @@ def measure_round(layout: Layout, repo: Path, branch: str, commits: Sequence[str
         for point in parsed.points:
             target = Target(point.benchmark, point.params)
             if parsed.commit in values and (targets is None or target in values[parsed.commit]):
-                values[parsed.commit][target] = point.value if point.status == "ok" else None
+                values[parsed.commit][target] = _level(point) if point.status == "ok" else None
     return Round(values, time.monotonic() - started)
+
+
+def _level(point: results_file.Point) -> float:
+    # a timing's run level (its samples' low tail, as the history's series are read); else its value
+    return run_level(point.value, point.samples) if labels.asv_type(point.benchmark) == "time" else point.value
 
 
 def alternate(layout: Layout, repo: Path, branch: str, commits: tuple[str, str], targets: Sequence[Target] | None,
