@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -129,6 +130,18 @@ def test_check_runs_over_failed_results(faulty_run):
     assert json.loads(completed.stdout)["format"] == "proofbench-check"
 
 
+def _exit_status(proc: subprocess.Popen, project: Project, signum: int, seconds: float = 60) -> int:
+    # The status once the process exits; where it has not within `seconds`, its threads' stacks
+    # (faulthandler, on SIGABRT) and the end of its error output, as the failure's message.
+    try:
+        return proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        proc.wait(timeout=30)
+        pytest.fail(f"still running {seconds:g} s after signal {signum}:\n"
+                    + (project.workdir / "stderr.txt").read_text()[-6000:])
+
+
 def test_ctrl_c_and_sigterm_during_a_run_keep_the_database_and_the_next_run_goes_on(faulty_run, tmp_path):
     project, _ = faulty_run
     mine = Project(tmp_path / "work", f"sqlite:///{tmp_path / 'copy.sqlite'}")
@@ -139,10 +152,11 @@ def test_ctrl_c_and_sigterm_during_a_run_keep_the_database_and_the_next_run_goes
         marks = tmp_path / f"marks-{signum}"
         marks.mkdir()
         proc = mine.start("run", "--profile", "smoke", "--bench", r"^loading\.FaultyVariants\.time_call",
-                          "--no-report", PROOFBENCH_FAULTY_MARKS=str(marks), PROOFBENCH_FAULTY_TIMEOUT="60")
+                          "--no-report", PROOFBENCH_FAULTY_MARKS=str(marks), PROOFBENCH_FAULTY_TIMEOUT="60",
+                          PYTHONFAULTHANDLER="1")
         hanging = wait_for(lambda: list(marks.glob("hang-*")), proc, 120)
         proc.send_signal(signum)
-        assert proc.wait(timeout=60) == 130
+        assert _exit_status(proc, mine, signum) == 130
         assert "interrupted" in (mine.workdir / "stderr.txt").read_text()
         assert wait_for(lambda: not alive(int(hanging[0].read_text())), None, 20)  # the hung benchmark too
         assert not processes_of(mine.workdir)  # nor asv, nor its forkserver
