@@ -218,11 +218,17 @@ def verdict_reason(verdict) -> str:
         Why.RATE_SHORT: lambda: f"baseline {rate(v.baseline)} {v.detail}s/s" if not _missing(v.baseline) else "",
         Why.NO_FIGURE: lambda: f"no {v.detail} figure for both variants",
         Why.REDUCTION: lambda: f"{v.detail}: {amount(v.baseline, '')} -> {amount(v.measured, '')}",
-        Why.GPU_THROTTLED: lambda: f"GPU throttled ({v.detail}) while measured",
+        Why.GPU_THROTTLED: lambda: gpu_throttled_words(v.detail.split(", ") if v.detail else ()),
         Why.GPU_SHARED: lambda: gpu_shared_words(v.detail.split(", ") if v.detail else ()),
     }
     said = words[v.why]() if v.why in words else str(v.why)
     return "; ".join(x for x in (said, isa_words(v.isa)) if x)
+
+
+def gpu_throttled_words(reasons) -> str:
+    """'GPU throttled (sw_power_cap) while measured'; without reasons, without the parenthesis."""
+    named = f" ({', '.join(reasons)})" if reasons else ""
+    return f"GPU throttled{named} while measured"
 
 
 def gpu_shared_words(pids) -> str:
@@ -237,7 +243,7 @@ def gpu_words(conditions) -> str:
     against its timing, in a few words; empty when nothing does."""
     if conditions is None:
         return ""
-    said = [f"GPU throttled ({', '.join(conditions.throttle_reasons)}) while measured"] if conditions.throttled else []
+    said = [gpu_throttled_words(conditions.throttle_reasons)] if conditions.throttled else []
     if conditions.shared:
         said.append(gpu_shared_words(conditions.other_pids))
     return "; ".join(said)
