@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -80,11 +81,15 @@ class Project:
                               text=True, timeout=timeout)
 
     def start(self, *args: str, **env: str) -> subprocess.Popen:
-        """Start `proofbench ARGS --db URL`; its output goes to stdout.txt and stderr.txt in the work directory."""
+        """Start `proofbench ARGS --db URL`; its output goes to stdout.txt and stderr.txt in the work directory.
+
+        It starts with Ctrl-C's default action, as from a terminal: a test suite started in the
+        background by a non-interactive shell (`make test &`) ignores SIGINT, children inherit
+        that, and Python then installs no KeyboardInterrupt for it."""
         self.make()
         with open(self.workdir / "stdout.txt", "w") as out, open(self.workdir / "stderr.txt", "w") as err:
             return subprocess.Popen(self.command(*args), cwd=self.workdir, env=self.env(**env), stdout=out,
-                                    stderr=err)
+                                    stderr=err, preexec_fn=_interruptible)
 
     @property
     def results_dir(self) -> Path:
@@ -174,6 +179,11 @@ def results_file(project: Project) -> Path:
     """The one results file a run of the faulty project wrote."""
     (path,) = [p for p in project.results_dir.glob("*/*.json") if p.name not in ("machine.json", "benchmarks.json")]
     return path
+
+
+def _interruptible() -> None:
+    # in the child, before it runs proofbench: SIGINT back to its default disposition
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_for(condition: Callable[[], Any], proc: subprocess.Popen | None, seconds: float) -> Any:
