@@ -316,3 +316,15 @@ def test_a_database_whose_commits_are_not_placed_is_checked_in_date_order(sqlite
     assert status == 1 and report["check"]["order"] == ["results' dates"]
     (alert,) = report["alerts"]
     assert alert["commit"]["hash"] == _hash(10) and alert["commit"]["position"] is None
+
+
+def test_two_steps_a_few_commits_apart_are_two_alerts(sqlite_url, capsys):
+    # A 30% step, and four commits later a threefold one: within RADIUS of each other, but their
+    # levels do not overlap, so the second is not the first found again.
+    h = History(sqlite_url)
+    h.nights(0, 12, {TIME: 1.0e-3})
+    h.nights(12, 16, {TIME: 1.3e-3})
+    h.nights(16, 24, {TIME: 3.9e-3})
+    status, report = check_json(h.url, capsys, "--no-confirm")
+    assert status == 1
+    assert [(a["state"], a["commit"]["hash"]) for a in report["alerts"]] == [("new", _hash(12)), ("new", _hash(16))]

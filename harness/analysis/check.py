@@ -44,6 +44,7 @@ from proofbench.analysis import confirm
 from proofbench.analysis import series as series_mod
 from proofbench.analysis.detect import ChangePoint, detect
 from proofbench.analysis.series import CommitRef, Order, Series
+from proofbench.analysis.tracker import overlap
 from proofbench.db.alerts import Alert, CheckRun, standing
 from proofbench.db.commits import place
 from proofbench.db.models import Commit
@@ -51,6 +52,7 @@ from proofbench.errors import InputError
 from proofbench.project import CheckSettings
 
 RADIUS = 4  # points: a step found again this close to an alert is that alert (as detect.Tracker)
+SAME_OVERLAP = 0.5  # share of the smaller step's level range two steps share to be one
 STATES = ("new", "suspected", "open", "dropped", "resolved")
 FAIL_ON = ("new", "open")
 
@@ -288,8 +290,10 @@ def _changes(s: Series, settings: CheckSettings) -> list[ChangePoint]:
 
 
 def _same(s: Series, alert: Alert, cp: ChangePoint, rank: dict[int, int]) -> bool:
-    """The same step: same direction, and the alert's commit within RADIUS points of it."""
-    if alert.direction != cp.direction:
+    """The same step: same direction, the alert's commit within RADIUS points of it, and level
+    ranges that overlap by at least half of the smaller (`tracker.overlap`): a 2x step a few
+    commits after a 30% one is a step of its own, not the first found again."""
+    if alert.direction != cp.direction or overlap(alert, cp) < SAME_OVERLAP:
         return False
     index = s.index_of(alert.commit_id)
     if index is None:  # the alert's commit has no point here any more: compare by rank

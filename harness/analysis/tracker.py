@@ -3,10 +3,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Sequence
+from typing import Protocol, Sequence
 
 from proofbench.analysis.detect import ALPHA, DEFAULT, MIN_STEP, ChangePoint, Tuning, detect
 from proofbench.errors import InputError
+
+
+class Step(Protocol):
+    """What `overlap` reads of a step: its levels (a ChangePoint, a stored alert)."""
+
+    before: float
+    after: float
 
 
 class Tracker:
@@ -106,10 +113,10 @@ class Tracker:
         if a.direction != b.direction:
             return False
         apart = abs(a.index - b.index)
-        return apart <= self.radius or (apart <= self.tuning.window and _overlap(a, b) >= 0.5)
+        return apart <= self.radius or (apart <= self.tuning.window and overlap(a, b) >= 0.5)
 
 
-def _overlap(a: ChangePoint, b: ChangePoint) -> float:
+def overlap(a: Step, b: Step) -> float:
     """How much the level ranges of two steps overlap, as a share of the smaller one (log
     levels where all are positive)."""
     levels = (a.before, a.after, b.before, b.after)
