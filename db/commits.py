@@ -9,6 +9,7 @@ ordered a list of commits, so a report can say so.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection
 from typing import Sequence
 
 from sqlalchemy import func, select, update
@@ -63,17 +64,19 @@ def basis(commits: Sequence[Commit]) -> tuple[str, ...]:
     return tuple(BASES[i] for i in sorted(used))
 
 
-def ordered(session: Session, machine_id: int | None = None) -> list[Commit]:
-    """The commits that have results (on `machine_id`, when given), oldest first."""
+def ordered(session: Session, machine_id: int | None = None, profiles: Collection[str] | None = None) -> list[Commit]:
+    """The commits that have results (on `machine_id`, of the run `profiles`, when given), oldest first."""
     query = select(Result.commit_id, func.min(Result.started_at)).group_by(Result.commit_id)
     if machine_id is not None:
         query = query.where(Result.machine_id == machine_id)
+    if profiles is not None:
+        query = query.where(Result.profile.in_(list(profiles)))
     measured = dict(session.execute(query).all())
     commits = session.scalars(select(Commit).where(Commit.id.in_(list(measured))))
     return sorted(commits, key=lambda c: order_key(c, measured[c.id]))
 
 
-def latest(session: Session, machine_id: int) -> Commit | None:
-    """The newest commit, in commit order, with results on `machine_id`."""
-    commits = ordered(session, machine_id)
+def latest(session: Session, machine_id: int, profiles: Collection[str] | None = None) -> Commit | None:
+    """The newest commit, in commit order, with results on `machine_id` (of the run `profiles`, when given)."""
+    commits = ordered(session, machine_id, profiles)
     return commits[-1] if commits else None

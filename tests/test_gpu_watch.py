@@ -178,24 +178,29 @@ def _project(tmp_path):
     return project
 
 
-@pytest.fixture
-def two_devices(tmp_path):
-    """One machine's results of the quick (cpu) profile and of the gpu (cuda) profile at one commit,
-    the CUDA times halved and its optimized run throttled."""
+def _ingested(tmp_path, scales: dict[str, float], records: list[sidecar.Record]) -> tuple[str, object]:
+    # results of box at COMMIT, one file per environment (its times scaled), ingested with `records`
     project = _project(tmp_path)
     results = tmp_path / "results" / "box"
     results.mkdir(parents=True)
-    for env, scale in ((CPU_ENV, 1.0), (CUDA_ENV, 0.5)):
+    for env, scale in scales.items():
         (results / f"{COMMIT[:8]}-{env}.json").write_text(json.dumps(_document(env, scale)))
-    throttled, calm = _watched("power_cap"), _watched("load")
     side = tmp_path / "sidecar.jsonl"
-    sidecar.append(side, [_record(CPU_ENV, "baseline", "quick", None), _record(CPU_ENV, "optimized", "quick", None),
-                          _record(CUDA_ENV, "baseline", "gpu", calm),
-                          _record(CUDA_ENV, "optimized", "gpu", throttled)])
+    sidecar.append(side, records)
     url = f"sqlite:///{tmp_path / 'db.sqlite'}"
     assert main(["ingest", str(tmp_path / "results"), "--sidecar", str(side), "--db", url,
                  "--project", str(project)]) == 0
     return url, project
+
+
+@pytest.fixture
+def two_devices(tmp_path):
+    """One machine's results of the quick (cpu) profile and of the gpu (cuda) profile at one commit,
+    the CUDA times halved and its optimized run throttled."""
+    throttled, calm = _watched("power_cap"), _watched("load")
+    return _ingested(tmp_path, {CPU_ENV: 1.0, CUDA_ENV: 0.5},
+                     [_record(CPU_ENV, "baseline", "quick", None), _record(CPU_ENV, "optimized", "quick", None),
+                      _record(CUDA_ENV, "baseline", "gpu", calm), _record(CUDA_ENV, "optimized", "gpu", throttled)])
 
 
 def test_ingest_keeps_the_gpu_summary_beside_busy(two_devices):
@@ -212,15 +217,7 @@ def test_ingest_keeps_the_gpu_summary_beside_busy(two_devices):
                                   {"throttled": False, "throttle_reasons": [], "other_processes": 1,
                                    "other_pids": ["4242"]}])
 def test_a_gpu_record_of_another_shape_is_not_kept_and_the_result_is(tmp_path, junk):
-    project = _project(tmp_path)
-    results = tmp_path / "results" / "box"
-    results.mkdir(parents=True)
-    (results / f"{COMMIT[:8]}-{CUDA_ENV}.json").write_text(json.dumps(_document(CUDA_ENV, 0.5)))
-    side = tmp_path / "sidecar.jsonl"
-    sidecar.append(side, [_record(CUDA_ENV, "optimized", "gpu", junk)])
-    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    assert main(["ingest", str(tmp_path / "results"), "--sidecar", str(side), "--db", url,
-                 "--project", str(project)]) == 0
+    url, _ = _ingested(tmp_path, {CUDA_ENV: 0.5}, [_record(CUDA_ENV, "optimized", "gpu", junk)])
     with Session(connect(url)) as session:
         stored = {r.params["variant"]: (r.gpu, r.busy) for r in session.scalars(select(Result))}
     assert stored["optimized"] == (None, False)  # the record's other fields are kept
@@ -245,15 +242,8 @@ def test_compare_devices_shows_cpu_and_cuda_side_by_side(two_devices, capsys):
 
 
 def test_compare_devices_without_cuda_results_says_so_in_one_line(tmp_path, capsys):
-    project = _project(tmp_path)
-    results = tmp_path / "results" / "box"
-    results.mkdir(parents=True)
-    (results / f"{COMMIT[:8]}-{CPU_ENV}.json").write_text(json.dumps(_document(CPU_ENV, 1.0)))
-    side = tmp_path / "sidecar.jsonl"
-    sidecar.append(side, [_record(CPU_ENV, "baseline", "quick", None), _record(CPU_ENV, "optimized", "quick", None)])
-    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    assert main(["ingest", str(tmp_path / "results"), "--sidecar", str(side), "--db", url,
-                 "--project", str(project)]) == 0
+    url, project = _ingested(tmp_path, {CPU_ENV: 1.0}, [_record(CPU_ENV, "baseline", "quick", None),
+                                                       _record(CPU_ENV, "optimized", "quick", None)])
     capsys.readouterr()
     code = main(["compare", "box", "--devices", "cpu", "cuda", "--db", url, "--project", str(project)])
     err = capsys.readouterr().err.strip()

@@ -256,7 +256,7 @@ def _decided(alert: Alert, s: Series, cp: ChangePoint) -> None:
     # with the decided figures (a suspect's place and size were provisional; from now on it never moves).
     alert.status = "open"
     alert.commit_id, alert.previous_commit_id = _place(s, cp)
-    alert.before, alert.after, alert.p_value, alert.score = cp.before, cp.after, cp.p_value, cp.score
+    _take_figures(alert, cp)
 
 
 def _newer_than_remeasured(s: Series, alert: Alert) -> bool:
@@ -274,6 +274,11 @@ def _reopened(alert: Alert, s: Series, cp: ChangePoint, alerts: list[Alert]) -> 
     commit_id, previous_id = _place(s, cp)
     if not any(a is not alert and a.commit_id == commit_id and a.direction == cp.direction for a in alerts):
         alert.commit_id, alert.previous_commit_id = commit_id, previous_id
+    _take_figures(alert, cp)
+
+
+def _take_figures(alert: Alert, cp: ChangePoint) -> None:
+    # tonight's levels, p-value and score of the step, in place of the provisional ones
     alert.before, alert.after, alert.p_value, alert.score = cp.before, cp.after, cp.p_value, cp.score
 
 

@@ -156,11 +156,8 @@ def compare(session: Session, a: str, b: str, rev: str | None = None, repo: Path
         newest = latest(session, machine.id)
         commit_id = commit.id if commit is not None else (newest.id if newest is not None else None)
         commits.append(session.get(Commit, commit_id) if commit_id is not None else None)
-        sets.append({(f.subject, f.size): f for f in figures(session, machine, commit_id)})
-    pairs: tuple[SubjectPair, ...] = ()
-    if sets[0] and sets[1]:
-        keys = sorted(set(sets[0]) | set(sets[1]), key=lambda k: (_either(sets, k).area, k))
-        pairs = tuple(_subject_pair(sets[0].get(k), sets[1].get(k)) for k in keys)
+        sets.append(figures(session, machine, commit_id))
+    pairs = _pairs(*sets) if sets[0] and sets[1] else ()
     at = commit or _common_commit(session, machine_a, machine_b)
     plain = _plain_pairs(session, machine_a, machine_b, at) if at is not None else ()
     if not pairs and not plain:
@@ -182,21 +179,20 @@ def compare_devices(session: Session, spec: str, devices: tuple[str, str], known
     sides, sets = [], []
     for device in devices:
         names = sorted(name for name, p in known.items() if p.device == device)
-        at = commit or _newest_of_profiles(session, machine, names)
+        at = commit or latest(session, machine.id, names)
         found = figures(session, machine, at.id, profiles=names) if at is not None else []
         if not found:
             raise InputError(_why_no_device(machine, device, names, commit))
         sides.append(replace(_side(machine, at), device=device))
-        sets.append({(f.subject, f.size): f for f in found})
+        sets.append(found)
+    return HardwareComparison(sides[0], sides[1], _pairs(*sets))
+
+
+def _pairs(a: list[SubjectFigures], b: list[SubjectFigures]) -> tuple[SubjectPair, ...]:
+    """Side A's and side B's figures of each subject and size either side measured, by area."""
+    sets = [{(f.subject, f.size): f for f in found} for found in (a, b)]
     keys = sorted(set(sets[0]) | set(sets[1]), key=lambda k: (_either(sets, k).area, k))
-    return HardwareComparison(sides[0], sides[1], tuple(_subject_pair(sets[0].get(k), sets[1].get(k)) for k in keys))
-
-
-def _newest_of_profiles(session: Session, machine: Machine, names: list[str]) -> Commit | None:
-    """The newest commit, in commit order, with subject results of these profiles on `machine`."""
-    measured = set(session.scalars(select(Result.commit_id).where(Result.machine_id == machine.id,
-                                                                  Result.profile.in_(names)).distinct()))
-    return next((c for c in reversed(ordered(session, machine.id)) if c.id in measured), None)
+    return tuple(_subject_pair(sets[0].get(k), sets[1].get(k)) for k in keys)
 
 
 def _why_no_device(machine: Machine, device: str, names: list[str], commit: Commit | None) -> str:

@@ -33,6 +33,25 @@ def summary(telemetry: Telemetry) -> dict[str, Any]:
     return {**{key: full[key] for key in _KEPT}, "thermal": full["thermal_throttled"]}
 
 
+_RECORD_SHAPE = {"throttled": bool, "throttle_reasons": list, "other_processes": int, "other_pids": list}
+
+
+def record(found: object) -> dict[str, Any] | None:
+    """`found` (a run record's `gpu`) where it has the shape `summary` writes, else None: a
+    record of any other shape (a hand-edited or foreign sidecar) is not one, and a result keeps
+    no GPU record rather than one a verdict would misread."""
+    if not isinstance(found, dict) or not found:
+        return None
+    for key, kind in _RECORD_SHAPE.items():
+        value = found.get(key)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            return None
+    if not all(isinstance(r, str) for r in found["throttle_reasons"]) or \
+            not all(isinstance(p, int) and not isinstance(p, bool) for p in found["other_pids"]):
+        return None
+    return found
+
+
 @dataclass(frozen=True)
 class GpuConditions:
     """What stored GPU records say about the conditions of a timing: the throttle reasons seen,

@@ -29,7 +29,7 @@ from proofbench.db.fleet import store_machine
 from proofbench.db.models import Benchmark, ClaimRow, Commit, Environment, IngestedFile, Result
 from proofbench.db.rows import conflict_insert, insert_or_get, upsert
 from proofbench.errors import InputError
-from proofbench.measure import sidecar
+from proofbench.measure import gpu_watch, sidecar
 from proofbench.pipeline import asv_log, labels, results_file
 from proofbench.pipeline.asv import Layout
 from proofbench.pipeline.labels import AsvEntry, Label
@@ -273,30 +273,11 @@ def _diagnosed(point: Point, parsed: ResultsFile, diagnostics: dict) -> dict:
         if record.status == "ok" and "threads" in record.details:
             out.update(other_load_cores=record.details.get("other_load_cores"), busy=record.details.get("busy"),
                        threads=record.details.get("threads"), profile=record.details.get("profile"),
-                       gpu=_gpu(record.details.get("gpu")))
+                       gpu=gpu_watch.record(record.details.get("gpu")))
     reason = _reason(records, point.status == "failed")
     if reason:
         out["reason"] = reason
     return out
-
-
-_GPU_SHAPE = {"throttled": bool, "throttle_reasons": list, "other_processes": int, "other_pids": list}
-
-
-def _gpu(summary: object) -> dict | None:
-    # The GPU telemetry summary of a CUDA run (proofbench.measure.gpu_watch). A record of any
-    # other shape (a hand-edited or foreign sidecar) is not one: the result keeps no GPU record
-    # rather than one a verdict would misread.
-    if not isinstance(summary, dict) or not summary:
-        return None
-    for key, kind in _GPU_SHAPE.items():
-        value = summary.get(key)
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            return None
-    if not all(isinstance(r, str) for r in summary["throttle_reasons"]) or \
-            not all(isinstance(p, int) and not isinstance(p, bool) for p in summary["other_pids"]):
-        return None
-    return summary
 
 
 def _reason(records: list[sidecar.Record], failed: bool) -> str:
