@@ -54,7 +54,7 @@ def test_a_step_with_too_few_points_after_it_is_suspected_and_does_not_fail(susp
     assert status == 0 and report["counts"]["suspected"] == 1 and report["counts"]["new_regressions"] == 0
     (alert,) = report["alerts"]
     assert (alert["state"], alert["kind"]) == ("suspected", "regression")
-    assert alert["confirmation"] == {"outcome": "not_remeasured", "reason": NO_CONFIRM}
+    assert alert["confirmation"] == {"outcome": "not_remeasured", "reason": NO_CONFIRM, "asked": "suspected"}
 
 
 def test_a_confirmed_step_becomes_a_new_regression_with_its_rounds_stored(suspect):
@@ -79,10 +79,40 @@ def test_a_dropped_step_is_remembered_and_not_measured_again(suspect):
     report = _check(suspect, remeasure)
     assert report.exit_code == 0 and [f.state for f in report.findings] == ["dropped"]
     assert report.findings[0].confirmation["reason"] == "within_min_step"
+    assert _check(suspect, remeasure).exit_code == 0 and len(remeasure.calls) == 1  # no newer commit: not asked
     suspect.night(14, {TIME: 1.3e-3})  # a third point: now the history alone decides the step
     decided = _check(suspect, remeasure)
-    assert [f.state for f in decided.findings] == ["new"] and decided.exit_code == 1
-    assert len(remeasure.calls) == 1
+    # decided by the history, measured again at its neighbours (a batch of rounds a call; more
+    # batches where one is too wide); still flat there: not raised
+    asked = len(remeasure.calls)
+    assert decided.exit_code == 0 and [f.state for f in decided.findings] == ["dropped"] and asked > 1
+    c = decided.findings[0].confirmation
+    assert (c["asked"], c["outcome"]) == ("decided", "dropped")
+    assert (c["before_commit"], c["after_commit"]) == (_hash(10), _hash(13))
+    suspect.night(15, {TIME: 1.3e-3})  # the same step, a night later: that question has its answer
+    assert _check(suspect, remeasure).exit_code == 0 and len(remeasure.calls) == asked
+
+
+def test_a_step_the_history_decides_is_raised_when_its_neighbours_measured_again_show_it(suspect):
+    suspect.night(14, {TIME: 1.3e-3})  # three points after the step: the history decides it
+    remeasure = Remeasure(1.3)
+    report = _check(suspect, remeasure)
+    assert report.exit_code == 1 and [f.state for f in report.findings] == ["new"]
+    found = report.findings[0]
+    c = found.confirmation
+    assert (c["asked"], c["outcome"], c["reason"]) == ("decided", "confirmed", "step")
+    # its neighbours, not the newest commit: a slow drift since the step confirms nothing
+    ((_, _, before, after),) = remeasure.calls
+    assert (before, after) == (_hash(found.commit.rank - 2), _hash(found.commit.rank + 1))
+    assert _check(suspect, remeasure).exit_code == 0 and len(remeasure.calls) == 1  # open: not measured again
+
+
+def test_a_decided_step_that_cannot_be_measured_again_is_raised_on_the_historys_word(suspect):
+    suspect.night(14, {TIME: 1.3e-3})
+    report = _check(suspect, Remeasure("measured on machine 'box'; only this machine's ('ci') series are measured "
+                                       "again here"))
+    assert report.exit_code == 1 and [f.state for f in report.findings] == ["new"]
+    assert report.findings[0].confirmation is None
 
 
 def test_a_series_that_cannot_be_measured_again_stays_suspected_with_the_reason(suspect):

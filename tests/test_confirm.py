@@ -27,7 +27,7 @@ def test_a_real_ten_percent_rise_is_confirmed():
     assert isinstance(c, Confirmation)
     assert (c.outcome, c.reason, c.rounds) == (Outcome.CONFIRMED, Reason.STEP, 8)
     assert c.low > 1.0 and c.ratio == pytest.approx(1.10, rel=0.02) and c.p_value < 1e-4
-    assert c.expected == pytest.approx(1.10) and c.confidence == 0.95 and c.direction == 1
+    assert c.expected == pytest.approx(1.10) and c.confidence == 0.99 and c.direction == 1
 
 
 def test_a_real_fall_is_confirmed_for_a_falling_suspect():

@@ -305,3 +305,18 @@ def test_tracker_accepts_and_rejects_suspects():
     other.add(values[-1])
     other.reject(other.suspected[0], 38, 40)
     assert other.add(1.10 * math.exp(0.001)) == [] or other.suspected == ()
+
+
+def test_tracker_withdraws_a_decided_alert_that_re_measurement_dropped():
+    values = _noisy([1.0] * 40 + [1.20] * 3, cv=0.01, seed=21)
+    tracker = Tracker(history=values[:-1])
+    (alert,) = tracker.add(values[-1])  # three points after the step: the history decides it
+    assert (alert.index, alert.suspected) == (40, False) and tracker.alerts == (alert,)
+    tracker.reject(alert, 38, 41)  # its neighbours measured again showed no step
+    assert tracker.alerts == ()
+    # the same step, found again between the two commits compared, is not alerted again
+    assert tracker.add(1.20) == [] and tracker.alerts == ()
+    # a step the history finds elsewhere still is
+    fresh = Tracker(history=values[:-1])
+    fresh.reject(fresh.add(values[-1])[0], 30, 35)
+    assert [cp.index for cp in fresh.add(1.20)] == [40]

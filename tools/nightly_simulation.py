@@ -4,15 +4,18 @@ Run: `.venv/bin/python -m tools.nightly_simulation [--quick] [--rounds 8] [--jso
 benchmark, not a test: it prints tables (and writes JSON), it asserts nothing.
 
 Each night the new commit's value arrives and `proofbench.analysis.tracker.Tracker` runs
-(its defaults: horizon 120, min_step 3%, alpha 0.001). New alerts the history decides are
-raised at once. A suspected step is re-measured as `proofbench check` does: `--rounds` (6)
-paired rounds of the commit before it and the commit after it (`confirm.commits`: two before
-its index, and the newest), each round one fresh run of each from the history's own noise
-model (`history_synth.run`: run-level noise, outliers, slow mode, drift, all drawn afresh)
-summarised by its median, decided by `proofbench.analysis.confirm.looks` (a second batch of
-rounds where the first is too wide to decide; each look at `--alpha` / 2): confirmed raises
-the alert, dropped keeps it from being suspected again, inconclusive leaves it suspected
-(re-measured the next night it still is).
+(its defaults: horizon 120, min_step 3%, alpha 0.001). Steps are measured again as
+`proofbench check` does: `--rounds` (6) paired rounds of two commits, each round one fresh run
+of each from the history's own noise model (`history_synth.run`: run-level noise, outliers,
+slow mode, drift, all drawn afresh) summarised by its median, decided by
+`proofbench.analysis.confirm.looks` (more batches of rounds while they are too wide to decide,
+up to `confirm.LOOKS`; each look at `--alpha` / LOOKS). A suspected step: the commit before it
+and the newest (`confirm.commits`); confirmed raises the alert, dropped keeps it from being
+suspected again, inconclusive leaves it suspected (measured again the next night it still
+is). A step the history decides tonight: its neighbours (`confirm.neighbours`); dropped, it is
+withdrawn, else raised. With `--bisect` (as `check --bisect`), a confirmed step is then placed
+by `proofbench.analysis.bisect.bisect` among the commits between the two compared, one fresh
+run per commit, the levels the medians of the confirmation's rounds; the table shows both.
 
 Suites per noise model (seed SEED, apart from the detector's tuning seeds): histories that
 end 10 commits after one 10% regression (after 20-80 commits), the same with 5%, and
@@ -20,8 +23,8 @@ change-free histories of 150 commits. Night 1 is the night the first commit at t
 arrives. Reported: the share of 10% regressions flagged on night 1 or 2, of 5% regressions
 within 3 nights, false alerts per 100 nightly runs (an alert that matches no true step within
 2 commits, or matches one already flagged; every night of every history counts as a run),
-and re-measurements per 100 nights (their cost); beside, the same tracker without
-re-measurement (history alone).
+re-measurements per 100 nights and their paired rounds on average (their cost); beside, the same
+tracker without re-measurement (history alone).
 """
 from __future__ import annotations
 
@@ -31,12 +34,13 @@ import math
 import time
 import zlib
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
 
-from proofbench.analysis.confirm import ALPHA, LOOKS, Outcome, Rounds, commits, looks
+from proofbench.analysis import bisect as bisection
+from proofbench.analysis.confirm import ALPHA, LOOKS, Outcome, Rounds, commits, looks, neighbours
 from proofbench.analysis.tracker import Tracker
 from tools import history_synth as synth
 
@@ -44,35 +48,58 @@ SEED = 20251102
 TOLERANCE = 2
 CHANGE_FREE_LENGTH = 150
 ROUNDS = 6  # as `proofbench check --confirm-rounds`
+MODES = (("re-measured", True, False), ("--bisect", True, True), ("history alone", False, False))
 
 
 @dataclass(frozen=True)
 class Night:
-    """How one history went: alerts (night, index, direction, confirmed by re-measurement)."""
+    """How one history went: alerts (night, index, direction, confirmed by re-measurement), the
+    re-measurements made and their paired rounds in all."""
 
     history: synth.History
     alerts: tuple[tuple[int, int, int, bool], ...]
     remeasured: int
+    rounds: int = 0
 
 
-def simulate(history: synth.History, rounds: int, alpha: float, confirm: bool = True) -> Night:
-    """The nightly tracker over one history, re-measuring suspects when `confirm`."""
+def simulate(history: synth.History, rounds: int, alpha: float, confirm: bool = True,
+             bisect: bool = False) -> Night:
+    """The nightly tracker over one history, measuring steps again when `confirm` (and placing
+    confirmed ones by bisection when `bisect`)."""
     rng = np.random.default_rng([SEED, zlib.crc32(history.name.encode())])
     tracker = Tracker()
-    alerts, remeasured = [], 0
+    alerts, remeasured, used = [], 0, 0
     for night, value in enumerate(history.values):
-        alerts += [(night, cp.index, cp.direction, False) for cp in tracker.add(value)]
+        for cp in tracker.add(value):
+            if confirm:
+                first, last = neighbours(cp.index, night)
+                got, decision = looks(partial(_batch, history, first, last, rounds, rng), cp,
+                                      min_step=tracker.min_step, alpha=alpha)
+                remeasured, used = remeasured + 1, used + len(got.before)
+                if decision.outcome is Outcome.DROPPED:
+                    tracker.reject(cp, first, last)
+                    continue
+            alerts.append((night, cp.index, cp.direction, False))
         for cp in tracker.suspected if confirm else ():
             first, last = commits(cp.index, night)
-            _, decision = looks(partial(_batch, history, first, last, rounds, rng), cp, min_step=tracker.min_step,
-                                alpha=alpha)
-            remeasured += 1
+            got, decision = looks(partial(_batch, history, first, last, rounds, rng), cp, min_step=tracker.min_step,
+                                  alpha=alpha)
+            remeasured, used = remeasured + 1, used + len(got.before)
             if decision.outcome is Outcome.CONFIRMED:
-                tracker.accept(cp)
-                alerts.append((night, cp.index, cp.direction, True))
+                index = _culprit(history, first, last, got, rng) if bisect else cp.index
+                tracker.accept(replace(cp, index=index))
+                alerts.append((night, index, cp.direction, True))
             elif decision.outcome is Outcome.DROPPED:
                 tracker.reject(cp, first, last)
-    return Night(history, tuple(alerts), remeasured)
+    return Night(history, tuple(alerts), remeasured, used)
+
+
+def _culprit(history: synth.History, first: int, last: int, got: Rounds, rng: np.random.Generator) -> int:
+    # the first commit at the new level among first+1..last, bisected on fresh runs (last if it cannot tell)
+    levels = float(np.median(got.before)), float(np.median(got.after))
+    found = bisection.bisect(lambda c: float(np.median(synth.run(history, int(c), rng))),
+                             list(range(first + 1, last + 1)), *levels)
+    return last if found.culprit is None else int(found.culprit)
 
 
 def _batch(history: synth.History, first: int, last: int, rounds: int, rng: np.random.Generator,
@@ -108,10 +135,11 @@ def suites(per_model: int, models: tuple[str, ...]) -> list[synth.History]:
 
 def summarise(nights: list[Night]) -> dict[str, float]:
     """The figures of one noise model."""
-    ten, five, false, runs, remeasured, by_history = [], [], 0, 0, 0, 0
+    ten, five, false, runs, remeasured, used, by_history = [], [], 0, 0, 0, 0, 0
     for n in nights:
         hit, f = flagged(n)
         false, runs, remeasured = false + f, runs + len(n.history), remeasured + n.remeasured
+        used += n.rounds
         by_history += sum(1 for a in n.alerts if not a[3])
         for j, step in enumerate(n.history.steps):
             (ten if step.size == 0.10 else five).append(hit.get(j, math.inf))
@@ -119,6 +147,7 @@ def summarise(nights: list[Night]) -> dict[str, float]:
     return {"flagged_10pct_by_night_2": share(ten, 2), "flagged_5pct_by_night_3": share(five, 3),
             "flagged_10pct_by_night_5": share(ten, 5), "median_nights_10pct": float(np.median(ten)) if ten else math.nan,
             "false_alerts_per_100_nights": 100 * false / runs, "remeasured_per_100_nights": 100 * remeasured / runs,
+            "rounds_per_remeasurement": used / remeasured if remeasured else math.nan,
             "regressions_10pct": len(ten), "regressions_5pct": len(five), "nights": runs}
 
 
@@ -141,23 +170,26 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.perf_counter()
     out: dict = {"meta": {"seed": SEED, "per_model": per_model, "rounds": args.rounds, "alpha": args.alpha}}
     with ProcessPoolExecutor(args.workers) as pool:
-        for label, confirm in (("re-measured", True), ("history alone", False)):
-            run = partial(simulate, rounds=args.rounds, alpha=args.alpha, confirm=confirm)
+        for label, confirm, bisect in MODES:
+            run = partial(simulate, rounds=args.rounds, alpha=args.alpha, confirm=confirm, bisect=bisect)
             nights = list(pool.map(run, histories, chunksize=2))
             out[label] = {m: summarise([n for n in nights if n.history.noise == m]) for m in synth.NOISE_MODELS}
             out[label]["all"] = summarise(nights)
     out["meta"]["wall_s"] = round(time.perf_counter() - t0, 1)
     print(f"nightly simulation: {len(histories)} histories ({per_model} per regression size and noise model, "
           f"{per_model // 2} change-free of {CHANGE_FREE_LENGTH}), {args.rounds} rounds a re-measurement "
-          f"(twice where too wide to decide), each look at {1 - args.alpha / LOOKS:.1%}; {out['meta']['wall_s']:.0f} s wall\n")
-    head = f"{'mode':<15}{'noise':<10}{'10%<=2n%':>9}{'5%<=3n%':>9}{'10%<=5n%':>9}{'med.n':>6}{'FA/100n':>8}{'remeas/100n':>12}"
+          f"(up to {LOOKS} batches while too wide to decide), each look at {1 - args.alpha / LOOKS:.2%}; "
+          f"{out['meta']['wall_s']:.0f} s wall\n")
+    head = (f"{'mode':<15}{'noise':<10}{'10%<=2n%':>9}{'5%<=3n%':>9}{'10%<=5n%':>9}{'med.n':>6}{'FA/100n':>8}"
+            f"{'remeas/100n':>12}{'rounds':>7}")
     print(head + "\n" + "-" * len(head))
-    for label in ("re-measured", "history alone"):
+    for label, _, _ in MODES:
         for m in (*synth.NOISE_MODELS, "all"):
             s = out[label][m]
             print(f"{label:<15}{m:<10}{_fmt(s['flagged_10pct_by_night_2']):>9}{_fmt(s['flagged_5pct_by_night_3']):>9}"
                   f"{_fmt(s['flagged_10pct_by_night_5']):>9}{_fmt(s['median_nights_10pct'], 1, 0):>6}"
-                  f"{_fmt(s['false_alerts_per_100_nights'], 1, 2):>8}{_fmt(s['remeasured_per_100_nights'], 1, 1):>12}")
+                  f"{_fmt(s['false_alerts_per_100_nights'], 1, 2):>8}{_fmt(s['remeasured_per_100_nights'], 1, 1):>12}"
+                  f"{_fmt(s['rounds_per_remeasurement'], 1, 1):>7}")
         print()
     if args.json:
         with open(args.json, "w") as f:

@@ -160,8 +160,9 @@ def run_check(engine: Engine, branch: str, *, since: str | None = None, repo: Pa
         session.add(run)
         session.flush()
         all_series = series_mod.load(session, branch, order)
-        raised, resolved, suspects = _update_alerts(session, all_series, run, order, settings)
-        confirmed, dropped = confirm.settle(suspects, confirming, settings)
+        raised, resolved, asked = _update_alerts(session, all_series, run, order, settings)
+        confirmed, dropped = confirm.settle(asked, confirming, settings)
+        raised = [a for a in raised if a.status != "dropped"]
         confirm.bisect_new(session, [a for a in raised + confirmed if a.regression and a.status == "open"], confirming)
         findings = _findings(session, run, raised + confirmed, resolved, dropped, bound, order)
         report = CheckReport(run.id if record else None, now.isoformat(timespec="seconds"), branch, since,
@@ -223,12 +224,13 @@ def _iso(value: dt.datetime | None) -> str:
 def _update_alerts(session: Session, all_series: list[Series], run: CheckRun, order: Order,
                    settings: CheckSettings) -> tuple[list[Alert], list[Alert], list[confirm.Suspected]]:
     """Match tonight's change points to known alerts; returns the alerts raised, those resolved,
-    and the suspected steps seen tonight (with their series and change point)."""
+    and the steps to measure again (with their series and change point): the suspected ones
+    and those the history decided tonight."""
     known: dict[tuple, list[Alert]] = {}
     for alert in session.scalars(select(Alert).order_by(Alert.id)):
         known.setdefault(_key(alert), []).append(alert)
     raised: list[Alert] = []
-    suspects: list[confirm.Suspected] = []
+    asked: list[confirm.Suspected] = []
     rank = {i: c.rank for i, c in order.commits.items()}
     for s in all_series:
         alerts = known.setdefault((s.key.machine_id, s.key.environment_id, s.key.benchmark_id, s.key.params_key), [])
@@ -239,16 +241,16 @@ def _update_alerts(session: Session, all_series: list[Series], run: CheckRun, or
                 session.add(match)
                 alerts.append(match)
                 raised += [] if cp.suspected else [match]
-            elif match.status in ("suspected", "dropped") and not cp.suspected:
+            elif match.status in ("suspected", "dropped") and not cp.suspected and not confirm.answered(s, match, cp):
                 _decided(match, s, cp)  # the history alone decides it now
                 raised.append(match)
-            elif match.status == "dropped" and _newer_than_remeasured(s, match):
+            elif match.status == "dropped" and cp.suspected and confirm.newer_than_remeasured(s, match):
                 _reopened(match, s, cp, alerts)  # a new commit since the re-measurement: ask again
             match.seen_by_id = run.id
-            if match.status == "suspected":
-                suspects.append((match, s, cp))
+            if match.status == "suspected" or (match in raised and not cp.suspected):
+                asked.append((match, s, cp))
     session.flush()
-    return raised, _resolve(known, run, rank), suspects
+    return raised, _resolve(known, run, rank), asked
 
 
 def _decided(alert: Alert, s: Series, cp: ChangePoint) -> None:
@@ -257,14 +259,6 @@ def _decided(alert: Alert, s: Series, cp: ChangePoint) -> None:
     alert.status = "open"
     alert.commit_id, alert.previous_commit_id = _place(s, cp)
     _take_figures(alert, cp)
-
-
-def _newer_than_remeasured(s: Series, alert: Alert) -> bool:
-    """True when `s` has a commit newer than the newest one `alert`'s re-measurement compared:
-    a dropped step answered whether the level moved up to that commit, not after it."""
-    newest = max((p.commit.rank for p in s.points if p.value is not None), default=-1)
-    compared = (alert.confirmation or {}).get("after_commit")
-    return newest > next((p.commit.rank for p in s.points if p.commit.hash == compared), -1)
 
 
 def _reopened(alert: Alert, s: Series, cp: ChangePoint, alerts: list[Alert]) -> None:

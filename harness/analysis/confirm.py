@@ -15,12 +15,21 @@ The rules, with m = `min_step` and the interval at confidence 1 - `alpha`:
   excludes 1 on the other side (the level moved the other way);
 - inconclusive: anything else, including fewer than `round_ratio`'s minimum of rounds.
 
-An interval too wide to decide (inconclusive, `WIDE`: a noisy machine) earns one more batch of
-rounds while the budget lasts, and the decision is taken again over all the rounds. The two
-looks are planned, so each is taken at `alpha` / `LOOKS` (Bonferroni): looking twice does not
-raise the chance of confirming a step that is not there above `alpha`. From `TRIM_FROM` rounds
-on, the rounds' log ratios are trimmed (`PAIRED_TRIM` at each end): a round hit by a burst of
-other work on one side then moves the decision little.
+An interval too wide to decide (inconclusive, `WIDE`: a noisy machine) earns another batch of
+rounds while the budget lasts, and the decision is taken again over all the rounds, up to
+`LOOKS` batches. The looks are planned, so each is taken at `alpha` / `LOOKS` (Bonferroni):
+looking again does not raise the chance of confirming a step that is not there above `alpha`.
+From `TRIM_FROM` rounds on, the rounds' log ratios are trimmed (`PAIRED_TRIM` at each end): a
+round hit by a burst of other work on one side then moves the decision little. A quiet
+machine decides a 10% step in the first batch; a noisy one takes more batches, never a wrong
+word (`tools.nightly_simulation` measures the trade: `ALPHA` and `LOOKS` keep confirmed
+steps that are not there under 0.1 a hundred nights with six batches of six rounds at most).
+
+A step the history decides on its own is measured again too before it is raised (`asked`
+"decided"): its two neighbours (`neighbours`: a commit `SLACK` before its index and one
+after), not the newest commit, so a slow drift the detector cut into a step is not confirmed
+by the distance it drifted since. Dropped, it is not raised; confirmed or inconclusive, the
+history's word stands.
 
 `settle` is the nightly check's step that applies these rules to tonight's suspected alerts
 (`proofbench.analysis.check`), within a time budget; `bisect_new` then asks for the first bad
@@ -44,8 +53,8 @@ from proofbench.errors import ProofbenchError
 from proofbench.project import CheckSettings
 from proofbench.stats import MIN_ROUNDS, PAIRED_TRIM, RoundRatio, round_ratio
 
-ALPHA = 0.05
-LOOKS = 2  # decisions taken at most per suspect: the first batch of rounds, then all of two batches
+ALPHA = 0.01  # chance, at most, of confirming a step that is not there (all looks together)
+LOOKS = 6  # decisions taken at most per step: the first batch of rounds, then all of two, ... six batches
 SLACK = 1  # commits the suspected index may be off by (the detector moves boundaries by one or two)
 
 
@@ -129,11 +138,14 @@ class Remeasure(Protocol):
                  budget: float) -> Rounds | str: ...
 
 
-def stored(confirmation: Confirmation | None, rounds: Rounds | None = None, reason: str = "") -> dict:
+def stored(confirmation: Confirmation | None, rounds: Rounds | None = None, reason: str = "",
+           asked: str = "suspected") -> dict:
     """What an alert keeps of a confirmation attempt (the JSON of `alerts.confirmation`): the
-    decision and its figures, the rounds' values, or only why none was made."""
+    decision and its figures, the rounds' values, or only why none was made; `asked`: whether
+    the step was "suspected" or "decided" by the history when it was measured again."""
     out: dict = {"outcome": "not_remeasured", "reason": reason} if confirmation is None else {
         **asdict(confirmation), "outcome": confirmation.outcome.value, "reason": confirmation.reason.value}
+    out["asked"] = asked
     if rounds is not None:
         out.update(before_commit=rounds.before_commit, after_commit=rounds.after_commit,
                    before_rounds=list(rounds.before), after_rounds=list(rounds.after),
@@ -146,6 +158,13 @@ def commits(index: int, newest: int, slack: int = SLACK) -> tuple[int, int]:
     level) when `newest` is the newest commit: the one `slack` + 1 before the index, and the
     newest. The step lies between them even where its index is `slack` commits off."""
     return max(0, index - 1 - slack), newest
+
+
+def neighbours(index: int, newest: int, slack: int = SLACK) -> tuple[int, int]:
+    """The two commits to re-measure for a step the history decided at `index`: the one
+    `slack` + 1 before it and the one `slack` after it (or the newest, if older). The step lies
+    between them even where its index is `slack` commits off, and so does little drift."""
+    return max(0, index - 1 - slack), min(newest, index + slack)
 
 
 def decide(suspect: Suspect, before_rounds: Sequence[float], after_rounds: Sequence[float], *,
@@ -203,9 +222,9 @@ def _rule(direction: int, estimate: float, low: float, high: float, rounds: int,
 
 # --- the nightly check's confirmation step ------------------------------------------
 
-BUDGET = 600.0  # seconds of re-measurement one check may spend confirming suspected steps
+BUDGET = 600.0  # seconds of re-measurement one check may spend confirming steps
 NO_CONFIRM = "confirmation is off (check --no-confirm)"
-Suspected = tuple[Alert, Series, ChangePoint]  # a suspected alert, its series and tonight's change point
+Suspected = tuple[Alert, Series, ChangePoint]  # a step to measure again: its alert, series, tonight's change point
 
 
 @dataclass(frozen=True)
@@ -221,24 +240,29 @@ class Confirming:
 
 def settle(suspects: list[Suspected], confirming: Confirming,
            settings: CheckSettings) -> tuple[list[Alert], list[Alert]]:
-    """Measure suspected steps again, regressions and larger steps first, within the budget;
-    returns the alerts confirmed and those dropped. Each attempt is stored with its alert."""
+    """Measure tonight's steps again, regressions and larger steps first, within the budget:
+    suspected ones (their change point `suspected`) and, where `confirming` can re-measure, the
+    ones the history decided tonight (see the module docstring). Returns the suspected alerts
+    confirmed and the alerts dropped. Each attempt is stored with its alert."""
     started = time.monotonic()
     confirmed, dropped = [], []
     for alert, s, cp in sorted(suspects, key=lambda x: (not x[0].regression, -_size(x[2]))):
+        asked = "suspected" if cp.suspected else "decided"
         left = confirming.budget - (time.monotonic() - started)
+        if not cp.suspected and (confirming.remeasure is None or left <= 0):
+            continue  # not measured again: the history's word stands, as without confirmation
         if confirming.remeasure is None or left <= 0:
             reason = NO_CONFIRM if confirming.remeasure is None else \
                 f"the confirmation budget ({confirming.budget:g} s) was spent on other series"
-            alert.confirmation = stored(None, reason=reason)
+            alert.confirmation = stored(None, reason=reason, asked=asked)
             continue
         got, decision = _looks(confirming.remeasure, s, cp, started + confirming.budget,
                                settings.for_benchmark(s.benchmark).min_step)
-        if isinstance(got, str):
-            alert.confirmation = stored(None, reason=got)
+        if isinstance(got, str):  # why it cannot be measured again: said of a suspect (it stays one)
+            alert.confirmation = stored(None, reason=got, asked=asked) if cp.suspected else None
             continue
-        alert.confirmation = stored(decision, got)
-        if decision.outcome is Outcome.CONFIRMED:
+        alert.confirmation = stored(decision, got, asked=asked)
+        if decision.outcome is Outcome.CONFIRMED and cp.suspected:
             alert.status = "open"
             confirmed.append(alert)
         elif decision.outcome is Outcome.DROPPED:
@@ -249,9 +273,12 @@ def settle(suspects: list[Suspected], confirming: Confirming,
 
 def _looks(remeasure: Remeasure, s: Series, cp: ChangePoint, deadline: float,
            min_step: float) -> tuple[Rounds | str, Confirmation | None]:
-    # The rounds and the decision on one suspect of a stored series.
-    newest = max(i for i, p in enumerate(s.points) if p.value is not None)
-    first, last = commits(cp.index, newest)
+    # The rounds and the decision on one step of a stored series: a suspected one's commit
+    # before and the newest, a decided one's neighbours (measured points only).
+    valid = [i for i, p in enumerate(s.points) if p.value is not None]
+    first, last = (commits if cp.suspected else neighbours)(cp.index, valid[-1])
+    first = max((i for i in valid if i <= first), default=valid[0])
+    last = min((i for i in valid if i >= last), default=valid[-1])
     before, after = s.points[first].commit.hash, s.points[last].commit.hash
     return looks(lambda left: remeasure(s.machine, s.benchmark, s.key.params_key, before, after, left), cp,
                  deadline, min_step=min_step)
@@ -259,10 +286,11 @@ def _looks(remeasure: Remeasure, s: Series, cp: ChangePoint, deadline: float,
 
 def looks(batch: Callable[[float], Rounds | str], suspect: Suspect, deadline: float = math.inf, *,
           min_step: float = 0.03, alpha: float = ALPHA) -> tuple[Rounds | str, Confirmation | None]:
-    """Decide `suspect` from a first batch of rounds (`batch(seconds left)`), and from two
-    batches while the first leaves the interval too wide to decide and time is left before
-    `deadline` (`time.monotonic()`); each look at `alpha` / `LOOKS`. Returns the rounds and the
-    decision, or why the first batch could not be measured (and None)."""
+    """Decide `suspect` from a first batch of rounds (`batch(seconds left)`), and from all the
+    batches so far while they leave the interval too wide to decide, time is left before
+    `deadline` (`time.monotonic()`) and fewer than `LOOKS` were taken; each look at `alpha` /
+    `LOOKS`. Returns the rounds and the decision, or why the first batch could not be measured
+    (and None)."""
     got = batch(deadline - time.monotonic())
     if isinstance(got, str):
         return got, None
@@ -277,6 +305,25 @@ def looks(batch: Callable[[float], Rounds | str], suspect: Suspect, deadline: fl
         got = got.then(more)
         decision = decide(suspect, *got.paired(), min_step=min_step, alpha=alpha / LOOKS)
     return got, decision
+
+
+def answered(s: Series, alert: Alert, cp: ChangePoint) -> bool:
+    """True when `alert` was dropped by measuring again the neighbours of a step the history had
+    decided, and tonight's step lies between the two commits compared: that question has its answer."""
+    c = alert.confirmation or {}
+    if alert.status != "dropped" or c.get("asked") != "decided":
+        return False
+    ranks = {p.commit.hash: p.commit.rank for p in s.points}
+    lo, hi = ranks.get(c.get("before_commit")), ranks.get(c.get("after_commit"))
+    return lo is not None and hi is not None and lo < s.points[cp.index].commit.rank <= hi
+
+
+def newer_than_remeasured(s: Series, alert: Alert) -> bool:
+    """True when `s` has a commit newer than the newest one `alert`'s re-measurement compared:
+    a dropped step answered whether the level moved up to that commit, not after it."""
+    newest = max((p.commit.rank for p in s.points if p.value is not None), default=-1)
+    compared = (alert.confirmation or {}).get("after_commit")
+    return newest > next((p.commit.rank for p in s.points if p.commit.hash == compared), -1)
 
 
 def bisect_new(session: Session, alerts: list[Alert], confirming: Confirming) -> None:

@@ -104,7 +104,7 @@ def detect(values: Sequence[float | None], *,
     With `suspected`, the list also holds (last, `suspected` True) the step at the end that
     the history cannot decide yet, if there is one. The rule: among boundaries after the last
     decided step with at most `suspect_after` (5) valid points after them, the one whose
-    shift has the most standard errors, when that shift is at least `z_suspect` (2.0)
+    shift has the most standard errors, when that shift is at least `z_suspect` (1.5)
     standard errors and half of `min_step`, and the boundary is not decided: it has fewer
     than `min_side` (3) points after it (no rank test decides on fewer), or its rank p lies
     between `alpha` and `p_suspect` (0.05), or its shift is under `z_min` (3.8) standard

@@ -3,9 +3,11 @@ series judged by the re-measurement rules of the nightly check (`confirm.movemen
 
 A series moved in its bad direction by at least its minimum step is a regression, in its good
 direction an improvement; no move of that size is "no change"; what the rounds cannot decide is
-"inconclusive" (never a regression). Intervals are at 95% over rounds, as the nightly check's
-confirmation uses (the project's `significance` is the history detector's rank-test level). The
-exit status follows `check`'s: 1 for a regression.
+"inconclusive" (never a regression). Intervals are at 95% over rounds, with the round as the
+unit as in the nightly check's confirmation (which takes up to six looks at a stricter level:
+a nightly job asks about many suspects a year, a pull request about one pair of commits; the
+project's `significance` is the history detector's rank-test level). The exit status follows
+`check`'s: 1 for a regression.
 """
 from __future__ import annotations
 
@@ -13,10 +15,12 @@ import enum
 from dataclasses import dataclass
 from typing import Callable
 
-from proofbench.analysis.confirm import ALPHA, Movement, movement
+from proofbench.analysis.confirm import Movement, movement
 from proofbench.pipeline.remeasure import Remeasured, Target
 from proofbench.project import Thresholds
 from proofbench.stats import RoundRatio, round_ratio
+
+ALPHA = 0.05  # 1 - the confidence of the gate's intervals
 
 
 class Verdict(enum.Enum):

@@ -32,7 +32,9 @@ class Tracker:
     A suspected step is decided outside: `accept` raises it as an alert (a re-measurement
     confirmed it), `reject` keeps a step in its direction from the first commit re-measured on
     from being suspected again until a commit newer than the last one re-measured arrives (one
-    dropped it; as `proofbench check` does).
+    dropped it; as `proofbench check` does). An alert the history decided may be measured
+    again too (`proofbench.analysis.confirm.neighbours`); `reject` then withdraws it, and no
+    step in its direction between the two commits re-measured is alerted again.
 
     A nightly job is a fresh process: pass the stored `history` (and `samples`) and the
     `alerts` raised before; tonight's `add` then alerts only what is new. Without `alerts`,
@@ -54,6 +56,7 @@ class Tracker:
         self._samples = list(samples) if samples is not None else [None] * len(self._values)
         self._alerts = list(alerts)
         self._dropped: list[tuple[int, int, int]] = []  # (direction, first, last) re-measured flat
+        self._refuted: list[tuple[int, int, int]] = []  # the same, of steps the history had decided
         self._suspected: tuple[ChangePoint, ...] = ()
         # Reports of the night before, with how many nights in a row each has been seen.
         self._streaks = [(cp, 1) for cp in self._found()[0]] if self._values else []
@@ -78,7 +81,8 @@ class Tracker:
             streak = 1 + max((n for old, n in self._streaks if self._same(old, cp)), default=0)
             streaks.append((cp, streak))
             fresh = cp.index >= len(self._values) - self.max_age
-            if streak >= self.confirm and fresh and not any(self._same(a, cp) for a in self._alerts):
+            refuted = any(d == cp.direction and lo < cp.index <= hi for d, lo, hi in self._refuted)
+            if streak >= self.confirm and fresh and not refuted and not any(self._same(a, cp) for a in self._alerts):
                 self._alerts.append(cp)
                 new.append(cp)
         self._streaks = streaks
@@ -95,8 +99,14 @@ class Tracker:
         return alert
 
     def reject(self, cp: ChangePoint, first: int, last: int) -> None:
-        """A re-measurement of commits `first` and `last` dropped the suspected step `cp`: no
-        step in its direction at `first` or later is suspected again while `last` is the newest."""
+        """A re-measurement of commits `first` and `last` dropped the step `cp`. A suspected one:
+        no step in its direction at `first` or later is suspected again while `last` is the
+        newest. An alert (the history decided it): withdrawn, and no step in its direction
+        after `first` up to `last` is alerted again."""
+        if cp in self._alerts:
+            self._alerts.remove(cp)
+            self._refuted.append((cp.direction, first, last))
+            return
         self._dropped.append((cp.direction, first, last))
         self._suspected = tuple(s for s in self._suspected if s != cp)
 
