@@ -16,6 +16,7 @@ from test_check import TIME, History, _hash, check_json
 from proofbench.analysis.check import run_check
 from proofbench.analysis.confirm import NO_CONFIRM, Confirming, Rounds
 from proofbench.db.alerts import Alert, answer, withdraw
+from proofbench.reports.check import confirmation
 
 
 class Remeasure:
@@ -101,6 +102,7 @@ def test_a_step_the_history_decides_is_raised_when_its_neighbours_measured_again
     found = report.findings[0]
     c = found.confirmation
     assert (c["asked"], c["outcome"], c["reason"]) == ("decided", "confirmed", "step")
+    assert confirmation(c).startswith(f"the history's step re-measured at its neighbours of {c['before_commit'][:8]}")
     # its neighbours, not the newest commit: a slow drift since the step confirms nothing
     ((_, _, before, after),) = remeasure.calls
     assert (before, after) == (_hash(found.commit.rank - 2), _hash(found.commit.rank + 1))
