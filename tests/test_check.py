@@ -254,6 +254,22 @@ def test_text_and_markdown_name_the_commit_and_the_change(step, capsys, fmt):
     assert "1 new regression(s)" in out and ("| new | regression |" in out) == (fmt == "markdown")
 
 
+def test_one_check_writes_its_markdown_view_beside_its_json(step, capsys, tmp_path):
+    summary = tmp_path / "out" / "check.md"
+    status, report = check_json(step.url, capsys, "--markdown-out", str(summary))
+    text = summary.read_text()
+    # the same check, both views: the regression is new in each (a second check would see it open)
+    assert status == 1 and report["counts"]["new_regressions"] == 1
+    assert "1 new regression(s)" in text and "| new | regression |" in text and _hash(10)[:8] in text
+    assert [a["state"] for a in check_json(step.url, capsys)[1]["alerts"]] == ["open"]
+
+
+def test_a_markdown_out_that_cannot_be_written_is_one_line_before_anything_is_checked(step, capsys, tmp_path):
+    status, report = check_json(step.url, capsys, "--markdown-out", str(tmp_path))  # a directory
+    assert status == 2 and report["error"] == f"--markdown-out {tmp_path}: is a directory; name a file"
+    assert check_json(step.url, capsys)[1]["counts"]["new_regressions"] == 1  # nothing was recorded
+
+
 def test_run_check_rejects_an_unknown_fail_on(step):
     from proofbench.errors import InputError
 

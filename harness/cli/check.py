@@ -41,6 +41,9 @@ def add_parser(sub) -> None:
                         "the commits no run measured (see proofbench bisect)")
     parser.add_argument("--profile", default=None, help="the profile re-measurements run with (default: the "
                         "project's default)")
+    parser.add_argument("--markdown-out", type=Path, default=None, metavar="PATH",
+                        help="also write this check's Markdown view to PATH (a nightly job's summary beside its "
+                        "JSON, from one check: each suspected step measured once)")
     add_db_option(parser)
     parser.set_defaults(handler=handle)
 
@@ -50,8 +53,11 @@ def handle(args: argparse.Namespace) -> int:
     from proofbench.db.session import read_only, scratch_copy
     from proofbench.errors import ProofbenchError
     from proofbench.reports import check as shown
+    from proofbench.reports.output import claim_file
 
     try:
+        if args.markdown_out is not None:
+            claim_file(args.markdown_out, "--markdown-out")
         found = optional_project(args)
         repo, branch = _repository(args, found)
         db = engine(args, found, write=not args.no_record)
@@ -61,6 +67,8 @@ def handle(args: argparse.Namespace) -> int:
                                  record=not args.no_record, fail_on=args.fail_on,
                                  settings=found.check if found is not None else None,
                                  confirming=_confirming(args, found))
+        if args.markdown_out is not None:
+            _write(args.markdown_out, shown.markdown(report) + "\n")
     except Exception as exc:
         if args.format == "json":
             code = exc.exit_code if isinstance(exc, ProofbenchError) else 3
@@ -71,6 +79,17 @@ def handle(args: argparse.Namespace) -> int:
     else:
         print(shown.markdown(report) if args.format == "markdown" else shown.text(report))
     return report.exit_code
+
+
+def _write(path: Path, text: str) -> None:
+    # the Markdown view beside the printed one; a path that cannot be written is one line
+    from proofbench.errors import InputError
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"--markdown-out {path}: cannot write: {exc.strerror}") from None
 
 
 def _confirming(args: argparse.Namespace, found):
