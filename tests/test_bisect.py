@@ -72,3 +72,27 @@ def test_the_levels_are_the_re_measurements_where_one_was_made():
     assert levels(alert) == (1.00, 1.09)
     assert levels(SimpleNamespace(before=1.0, after=1.15, confirmation=None)) == (1.0, 1.15)
     assert levels(SimpleNamespace(before=1.0, after=1.15, confirmation={"outcome": "not_remeasured"})) == (1.0, 1.15)
+
+
+def test_one_value_on_the_wrong_side_is_outvoted_when_each_commit_is_measured_more_than_once():
+    # c04 (the first measured) is at the old level, but its first run reads at the new one (a
+    # burst of other work)
+    def scripted():
+        first = {"c04": [1.45]}
+        calls = []
+
+        def measure(commit: str):
+            calls.append(commit)
+            queue = first.get(commit)
+            if queue:
+                return queue.pop(0)
+            return 1.5 if COMMITS.index(commit) >= 6 else 1.0
+
+        return measure, calls
+
+    once, _ = scripted()
+    assert bisect(once, COMMITS, 1.0, 1.5).culprit == "c04"  # one run a commit: the wrong commit
+    measure, calls = scripted()
+    found = bisect(measure, COMMITS, 1.0, 1.5, runs=2)
+    assert found.culprit == "c06" and calls.count("c04") == 3  # 1.45 and 1.0 too near the middle: a third
+    assert all(calls.count(c) >= 2 for c in set(calls))

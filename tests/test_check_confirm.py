@@ -208,4 +208,6 @@ def test_a_confirmed_step_is_bisected_between_the_re_measured_commits_and_moved_
     (found,) = report.findings
     assert found.state == "new" and found.commit.hash == _hash(13) and found.culprit.hash == _hash(13)
     assert found.previous.hash == _hash(12) and found.bisection["moved_from"] == _hash(12)
-    assert [s["side"] for s in found.bisection["steps"]] == ["before", "before"]
+    # commits 11 and 12, each measured twice (bisect.RUNS) before its side is decided
+    assert [(s["commit"], s["side"]) for s in found.bisection["steps"]] == \
+        [(_hash(i), "before") for i in (11, 11, 12, 12)]

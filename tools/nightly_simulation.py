@@ -14,8 +14,9 @@ and the newest (`confirm.commits`); confirmed raises the alert, dropped keeps it
 suspected again, inconclusive leaves it suspected (measured again the next night it still
 is). A step the history decides tonight: its neighbours (`confirm.neighbours`); dropped, it is
 withdrawn, else raised. With `--bisect` (as `check --bisect`), a confirmed step is then placed
-by `proofbench.analysis.bisect.bisect` among the commits between the two compared, one fresh
-run per commit, the levels the medians of the confirmation's rounds; the table shows both.
+by `proofbench.analysis.bisect.bisect` among the commits between the two compared, fresh runs
+of each commit as `bisect.locate` takes them, the levels the medians of the confirmation's
+rounds; the table shows both.
 
 Suites per noise model (seed SEED, apart from the detector's tuning seeds): histories that
 end 10 commits after one 10% regression (after 20-80 commits), the same with 5%, and
@@ -98,7 +99,7 @@ def _culprit(history: synth.History, first: int, last: int, got: Rounds, rng: np
     # the first commit at the new level among first+1..last, bisected on fresh runs (last if it cannot tell)
     levels = float(np.median(got.before)), float(np.median(got.after))
     found = bisection.bisect(lambda c: float(np.median(synth.run(history, int(c), rng))),
-                             list(range(first + 1, last + 1)), *levels)
+                             list(range(first + 1, last + 1)), *levels, runs=bisection.RUNS)
     return last if found.culprit is None else int(found.culprit)
 
 

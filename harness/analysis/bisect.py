@@ -2,10 +2,12 @@
 
 The step is known from the history or from its re-measurement: its level before (`before`) and
 after (`after`), and a commit on either side (`span`). The commits between are measured one at a time, halving the
-range each time, and each value is set on the side whose level it is nearer to (on a log scale,
-as steps and noise are relative). A value too near the middle of the step to tell is measured
-again (up to `tries` times in all); if it still cannot be told the bisection stops and says
-which commits the step lies among. A commit that does not build or fails is skipped, said so,
+range each time: each commit `runs` times (`locate` takes `RUNS`, 2: one run of a process can
+read a few percent off, and one value on the wrong side sends the search into the wrong half
+for good), and set on the side whose level the median of its values is nearer to (on a log
+scale, as steps and noise are relative). A median too near the middle of the step to tell earns
+more measurements (up to `tries` - 1 more); if it still cannot be told the bisection stops and
+says which commits the step lies among. A commit that does not build or fails is skipped, said so,
 and its neighbour measured instead, as `git bisect skip` does. (asv's own `find` bisects too,
 but over the mean of every parameter set, with one measurement per commit and no way to say
 "cannot tell": a noisy value there silently picks the wrong half.)
@@ -29,6 +31,7 @@ from proofbench.db.models import Commit, Result
 from proofbench.pipeline.remeasure import Bench, Target, between
 
 TRIES = 2
+RUNS = 2  # measurements of each commit before its side is decided, by `locate`
 UNSURE = 0.25  # a value within this share of the step's (log) size of its middle cannot be told
 
 
@@ -75,10 +78,11 @@ def side(value: float | None, before: float, after: float) -> Side:
 
 
 def bisect(measure: Callable[[str], float | None], commits: Sequence[str], before: float, after: float, *,
-           tries: int = TRIES) -> Bisection:
+           tries: int = TRIES, runs: int = 1) -> Bisection:
     """Find the first commit of `commits` at the `after` level. `commits` are in history order;
     the last one is known to be at the new level (the step lies after the commit before the
-    first, which is known to be at the old level). `measure(commit)` runs it once."""
+    first, which is known to be at the old level). `measure(commit)` runs it once; each commit
+    is measured `runs` times, and up to `tries` - 1 times more while too near the middle."""
     if not commits:
         raise ValueError("bisect needs at least one commit")
     good, bad = -1, len(commits) - 1  # indexes: last known before, first known after
@@ -86,7 +90,7 @@ def bisect(measure: Callable[[str], float | None], commits: Sequence[str], befor
     skipped: list[str] = []
     while bad - good > 1:
         mid = (good + bad) // 2
-        found = _measure_near(measure, commits, mid, good, bad, before, after, tries, steps, skipped)
+        found = _measure_near(measure, commits, mid, good, bad, before, after, (runs, tries), steps, skipped)
         if found is None:  # nothing between could be told: stop with the range
             return Bisection(None, commits[good + 1], commits[bad], tuple(steps), tuple(skipped))
         index, where = found
@@ -94,20 +98,25 @@ def bisect(measure: Callable[[str], float | None], commits: Sequence[str], befor
     return Bisection(commits[bad], commits[bad], commits[bad], tuple(steps), tuple(skipped))
 
 
-def _measure_near(measure, commits, mid, good, bad, before, after, tries, steps, skipped):
-    # The mid commit, or the nearest one that builds; its side once it can be told.
+def _measure_near(measure, commits, mid, good, bad, before, after, counts, steps, skipped):
+    # The mid commit, or the nearest one that builds; its side (of the median of its values)
+    # once it can be told.
+    runs, tries = counts
     for index in _outwards(mid, good, bad):
-        for _ in range(tries):
+        values: list[float] = []
+        for _ in range(runs + tries - 1):
             value = measure(commits[index])
-            where = side(value, before, after)
-            steps.append(Step(commits[index], value, where))
-            if where is Side.FAILED:
+            if side(value, before, after) is Side.FAILED:
+                steps.append(Step(commits[index], value, Side.FAILED))
                 skipped.append(commits[index])
                 break
-            if where is not Side.UNSURE:
+            values.append(value)
+            where = side(math.exp(statistics.median(math.log(v) for v in values)), before, after)
+            steps.append(Step(commits[index], value, where))
+            if len(values) >= runs and where is not Side.UNSURE:
                 return index, where
         else:
-            return None  # measured `tries` times and still too near the middle to tell
+            return None  # measured as often as allowed and still too near the middle to tell
     return None
 
 
@@ -122,7 +131,7 @@ def _outwards(mid: int, good: int, bad: int) -> list[int]:
     return out
 
 
-def locate(session: Session, alert: Alert, bench: Bench, *, tries: int = TRIES) -> Bisection:
+def locate(session: Session, alert: Alert, bench: Bench, *, tries: int = TRIES, runs: int = RUNS) -> Bisection:
     """Bisect the commits of `alert`'s step (`span`), measuring each on this machine with
     `bench`; stores what was found with the alert (`culprit`, and `bisection`: every
     measurement, the commits skipped, the seconds it took)."""
@@ -133,9 +142,9 @@ def locate(session: Session, alert: Alert, bench: Bench, *, tries: int = TRIES) 
         commits, found = [newer], Bisection(newer, newer, newer)
     else:
         commits = between(bench.repo, bench.branch, older, newer)
-        runs = itertools.count()  # each measurement in a results directory of its own
-        found = bisect(lambda c: bench.once(target, c, f"{next(runs)}-{c[:12]}")[0], commits, *levels(alert),
-                       tries=tries)
+        numbers = itertools.count()  # each measurement in a results directory of its own
+        found = bisect(lambda c: bench.once(target, c, f"{next(numbers)}-{c[:12]}")[0], commits, *levels(alert),
+                       tries=tries, runs=runs)
     alert.bisection = {"between": len(commits), "first": found.first, "last": found.last, "levels": list(levels(alert)),
                        "steps": [{"commit": s.commit, "value": s.value if s.value is None or math.isfinite(s.value)
                                   else None, "side": s.side.value} for s in found.steps],
