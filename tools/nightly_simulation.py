@@ -69,30 +69,32 @@ def simulate(history: synth.History, rounds: int, alpha: float, confirm: bool = 
     confirmed ones by bisection when `bisect`)."""
     rng = np.random.default_rng([SEED, zlib.crc32(history.name.encode())])
     tracker = Tracker()
-    alerts, remeasured, used = [], 0, 0
+    alerts, used = [], []  # used: the paired rounds of each re-measurement
+
+    def remeasure(cp, first: int, last: int):
+        got, decision = looks(partial(_batch, history, first, last, rounds, rng), cp, min_step=tracker.min_step,
+                              alpha=alpha)
+        used.append(len(got.before))
+        return got, decision
+
     for night, value in enumerate(history.values):
         for cp in tracker.add(value):
             if confirm:
                 first, last = neighbours(cp.index, night)
-                got, decision = looks(partial(_batch, history, first, last, rounds, rng), cp,
-                                      min_step=tracker.min_step, alpha=alpha)
-                remeasured, used = remeasured + 1, used + len(got.before)
-                if decision.outcome is Outcome.DROPPED:
+                if remeasure(cp, first, last)[1].outcome is Outcome.DROPPED:
                     tracker.reject(cp, first, last)
                     continue
             alerts.append((night, cp.index, cp.direction, False))
         for cp in tracker.suspected if confirm else ():
             first, last = commits(cp.index, night)
-            got, decision = looks(partial(_batch, history, first, last, rounds, rng), cp, min_step=tracker.min_step,
-                                  alpha=alpha)
-            remeasured, used = remeasured + 1, used + len(got.before)
+            got, decision = remeasure(cp, first, last)
             if decision.outcome is Outcome.CONFIRMED:
                 index = _culprit(history, first, last, got, rng) if bisect else cp.index
                 tracker.accept(replace(cp, index=index))
                 alerts.append((night, index, cp.direction, True))
             elif decision.outcome is Outcome.DROPPED:
                 tracker.reject(cp, first, last)
-    return Night(history, tuple(alerts), remeasured, used)
+    return Night(history, tuple(alerts), len(used), sum(used))
 
 
 def _culprit(history: synth.History, first: int, last: int, got: Rounds, rng: np.random.Generator) -> int:
@@ -136,12 +138,11 @@ def suites(per_model: int, models: tuple[str, ...]) -> list[synth.History]:
 
 def summarise(nights: list[Night]) -> dict[str, float]:
     """The figures of one noise model."""
-    ten, five, false, runs, remeasured, used, by_history = [], [], 0, 0, 0, 0, 0
+    ten, five, false, runs, remeasured, used = [], [], 0, 0, 0, 0
     for n in nights:
         hit, f = flagged(n)
         false, runs, remeasured = false + f, runs + len(n.history), remeasured + n.remeasured
         used += n.rounds
-        by_history += sum(1 for a in n.alerts if not a[3])
         for j, step in enumerate(n.history.steps):
             (ten if step.size == 0.10 else five).append(hit.get(j, math.inf))
     share = lambda xs, k: sum(x <= k for x in xs) / len(xs) if xs else math.nan  # noqa: E731

@@ -236,18 +236,20 @@ def _update_alerts(session: Session, all_series: list[Series], run: CheckRun, or
         alerts = known.setdefault((s.key.machine_id, s.key.environment_id, s.key.benchmark_id, s.key.params_key), [])
         for cp in _changes(s, settings):
             match = next((a for a in alerts if _same(s, a, cp, rank)), None)
+            decided = False  # raised tonight by the history's word
             if match is None:
                 match = _new_alert(s, cp, run)
                 session.add(match)
                 alerts.append(match)
-                raised += [] if cp.suspected else [match]
+                decided = not cp.suspected
             elif match.status in ("suspected", "dropped") and not cp.suspected and not confirm.answered(s, match, cp):
                 _decided(match, s, cp)  # the history alone decides it now
-                raised.append(match)
+                decided = True
             elif match.status == "dropped" and cp.suspected and confirm.newer_than_remeasured(s, match):
                 _reopened(match, s, cp, alerts)  # a new commit since the re-measurement: ask again
             match.seen_by_id = run.id
-            if match.status == "suspected" or (match in raised and not cp.suspected):
+            raised += [match] if decided else []
+            if match.status == "suspected" or decided:
                 asked.append((match, s, cp))
     session.flush()
     return raised, _resolve(known, run, rank), asked
