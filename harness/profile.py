@@ -26,6 +26,7 @@ _DEVICES = ("cpu", "cuda")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,49}")  # a profile's name: stored with every result
 MAX_THREADS = 1024
 MAX_ROUNDS = 1000
+MAX_PROCESSES = 16
 MAX_SECONDS = 3600.0  # of warm-up, or of sampling per benchmark parameter set
 
 
@@ -37,7 +38,8 @@ class Profile:
     for `time_call`. A variant's speedup is measured against the baseline in alternating rounds
     (`proofbench.measure.interleave`): for at most `pair_budget` seconds (or the subject's own
     figure in `budgets`), until its 95% interval is within +- `precision`, with at least
-    `min_rounds` rounds of blocks of about `block_seconds`.
+    `min_rounds` rounds of blocks of about `block_seconds`, shared by `processes` processes, each
+    preparing its own workload (`proofbench.measure.processes`).
     """
 
     name: str
@@ -54,6 +56,7 @@ class Profile:
     min_rounds: int = 8
     block_seconds: float = 0.1
     budgets: tuple[tuple[str, float], ...] = ()
+    processes: int = 1
 
     def __post_init__(self) -> None:
         where = f"profile {self.name[:60]!r}"
@@ -82,6 +85,7 @@ class Profile:
         _seconds(where, "pair_budget", self.pair_budget, low_open=True)
         _seconds(where, "block_seconds", self.block_seconds, low_open=True)
         _whole(where, "min_rounds", self.min_rounds, 3, MAX_ROUNDS)
+        _whole(where, "processes", self.processes, 1, MAX_PROCESSES)
         if not (isinstance(self.precision, float) and 0 < self.precision < 1):
             raise DeclarationError(f"{where}: precision must be a fraction between 0 and 1, e.g. 0.05, "
                                    f"got {self.precision!r}")
@@ -116,7 +120,7 @@ def _seconds(where: str, key: str, value: object, low_open: bool) -> None:
 _FIELDS = {"description": str, "device": str, "threads": int, "sizes": list, "rounds": int,
            "repeat": list, "warmup_time": (int, float), "bench": str}
 _OPTIONAL = {"pair_budget": (int, float), "precision": float, "min_rounds": int, "block_seconds": (int, float),
-             "budgets": dict}
+             "budgets": dict, "processes": int}
 
 
 def load_profiles(path: Path = PROFILES_FILE) -> dict[str, Profile]:
@@ -141,7 +145,7 @@ def _profile(path: Path, name: str, table: object) -> Profile:
     repeat = table["repeat"]
     if len(repeat) != 3:
         raise InputError(f"{path}: [{name[:60]}].repeat must be [min, max, seconds]")
-    optional = {key: float(table[key]) if kind != int and key != "budgets" else table[key]
+    optional = {key: float(table[key]) if kind is not int and key != "budgets" else table[key]
                 for key, kind in _OPTIONAL.items() if key in table}
     optional["budgets"] = _budgets(path, name, table.get("budgets", {}))
     try:

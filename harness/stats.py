@@ -26,6 +26,9 @@ from typing import Sequence
 import numpy as np
 from scipy import stats as _stats
 
+from proofbench.variation import Between, Group, combined, disagree
+from proofbench.variation import groups as _summaries
+
 MIN_SAMPLES = 5  # with fewer per side, Mann-Whitney cannot reach p < 0.05 reliably
 ALPHA = 0.05
 NOISY_IQR = 0.10  # like torch.utils.benchmark's Measurement: IQR/median above 10% is noisy
@@ -177,30 +180,28 @@ PAIRED_TRIM = 0.2  # share of rounds trimmed at each end by `paired` (measured: 
 
 
 def round_ratio(numerators: Sequence[float], denominators: Sequence[float], confidence: float = 0.95,
-                groups: Sequence[int] | None = None, trim: float = 0.0) -> RoundRatio:
+                groups: Sequence[int] | None = None, trim: float = 0.0, between: Between | None = None) -> RoundRatio:
     """numerator / denominator from rounds in which both were measured back to back.
 
     `numerators[i]` and `denominators[i]` are round i's summary (e.g. median time) of each side;
     rounds where either is missing, zero or not finite are left out. `groups[i]` names the
-    process that measured round i; with rounds from more than one process, see `_grouped` (two
-    processes give too few degrees of freedom: coverage falls to about 88%). `trim` > 0 makes
-    the estimate the trimmed mean of the rounds' log ratios with the Tukey-McLaughlin interval
-    (Winsorized variance), from `TRIM_FROM` rounds on, for one process: a round hit by a
-    preemption or a burst on one side then moves neither the estimate nor the width much.
+    process that measured round i; with rounds from more than one process the estimate is the
+    mean of the processes' means and the interval holds the variation between processes, pooled
+    over a run's comparisons where `between` is given (see `proofbench.variation`). `trim` > 0
+    makes each process's estimate the trimmed mean of its rounds' log ratios with the
+    Tukey-McLaughlin interval (Winsorized variance), from `TRIM_FROM` rounds on: a round hit by
+    a preemption or a burst on one side then moves neither the estimate nor the width much.
     """
-    groups = [0] * len(numerators) if groups is None else list(groups)
-    rows = [(a, b, g) for a, b, g in zip(numerators, denominators, groups)
-            if a is not None and b is not None and a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)]
-    n = len(rows)
+    logs, labels = _logs(numerators, denominators, groups)
+    n = len(logs)
     if n < MIN_ROUNDS:
         nan = math.nan
         return RoundRatio(nan, nan, nan, nan, n)
-    logs = np.log([a for a, _, _ in rows]) - np.log([b for _, b, _ in rows])
-    labels = np.asarray([g for _, _, g in rows])
-    if len(set(labels.tolist())) > 1:
-        mean, se, df = _grouped(logs, labels)
+    parts = _summaries(logs, labels, trim, TRIM_FROM)
+    if len(parts) > 1:
+        mean, se, df = combined(parts, between)
     else:
-        mean, se, df = _trimmed(logs, trim) if trim and n >= TRIM_FROM else _plain(logs)
+        mean, se, df = parts[0].mean, math.sqrt(parts[0].variance), parts[0].df
     if se == 0.0:
         value = math.exp(mean)
         return RoundRatio(value, value, value, 0.0 if mean else 1.0, n)
@@ -209,43 +210,14 @@ def round_ratio(numerators: Sequence[float], denominators: Sequence[float], conf
     return RoundRatio(math.exp(mean), math.exp(mean - t * se), math.exp(mean + t * se), p_value, n)
 
 
-def _plain(logs: np.ndarray) -> tuple[float, float, float]:
-    # the mean log ratio, its standard error and degrees of freedom: rounds as independent units
-    return float(np.mean(logs)), float(np.std(logs, ddof=1)) / math.sqrt(len(logs)), len(logs) - 1
-
-
-def _trimmed(logs: np.ndarray, trim: float) -> tuple[float, float, float]:
-    # Tukey-McLaughlin: the trimmed mean, its standard error from the Winsorized variance, and
-    # h - 1 degrees of freedom for the h rounds kept (Wilcox, Introduction to Robust Estimation).
-    n = len(logs)
-    k = int(math.floor(trim * n))
-    x = np.sort(logs)
-    h = n - 2 * k
-    winsorized = np.clip(x, x[k], x[n - 1 - k])
-    se = float(np.std(winsorized, ddof=1)) * math.sqrt(n - 1) / math.sqrt(h * (h - 1))
-    return float(np.mean(x[k:n - k])), se, h - 1
-
-
-def _grouped(logs: np.ndarray, labels: np.ndarray) -> tuple[float, float, float]:
-    # Rounds of one process share whatever that process drew (its memory layout, its core), so
-    # they are not independent units. The estimate is the mean of the processes' means. Its
-    # variance is the spread of those means over their count (k - 1 degrees of freedom) where
-    # that spread exceeds what the spread within processes explains; else (no sign of a
-    # between-process part) the within-process spread, with its n - k degrees of freedom.
-    means, sizes, within = [], [], []
-    for g in dict.fromkeys(labels.tolist()):
-        x = logs[labels == g]
-        means.append(float(np.mean(x)))
-        sizes.append(len(x))
-        within.extend((x - np.mean(x)).tolist())
-    k, n = len(means), len(logs)
-    between = float(np.var(means, ddof=1)) / k
-    if n <= k:
-        return float(np.mean(means)), math.sqrt(between), k - 1
-    within_part = float(np.sum(np.square(within))) / (n - k) * float(np.mean([1.0 / m for m in sizes])) / k
-    if between > within_part:
-        return float(np.mean(means)), math.sqrt(between), k - 1
-    return float(np.mean(means)), math.sqrt(within_part), n - k
+def _logs(numerators: Sequence[float], denominators: Sequence[float],
+          groups: Sequence[int] | None) -> tuple[np.ndarray, np.ndarray]:
+    # the rounds' log ratios and their processes, rounds with a missing or bad side left out
+    groups = [0] * len(numerators) if groups is None else list(groups)
+    rows = [(a, b, g) for a, b, g in zip(numerators, denominators, groups)
+            if a is not None and b is not None and a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)]
+    logs = np.log([a for a, _, _ in rows]) - np.log([b for _, b, _ in rows]) if rows else np.array([])
+    return logs, np.asarray([g for _, _, g in rows])
 
 
 # -- paired rounds as measured and stored ---------------------------------------------
@@ -315,6 +287,7 @@ class Why(StrEnum):
     TOO_NOISY = "interval wider than the precision asked for"
     UNEQUAL_LOAD = "the two sides did not see like load"
     NOT_PAIRED = "baseline and variant measured in separate processes"
+    PROCESSES_DISAGREE = "the processes disagreed beyond the run's variation between processes"
 
 
 @dataclass(frozen=True)
@@ -324,7 +297,9 @@ class Paired:
     `ratio` is `round_ratio` over the kept rounds (grouped by process; trimmed by `PAIRED_TRIM`
     within one process), or over all rounds where
     too few were kept (a figure to show, with an inconclusive outcome); `rounds` counts all,
-    `kept` those whose sides saw like load; `load_a`/`load_b` are the mean loads of all rounds.
+    `kept` those whose sides saw like load; `load_a`/`load_b` are the mean loads of all rounds;
+    `processes` how many processes measured them, and `between` the run's pooled variation
+    between processes that the interval holds (None: one process, or none pooled).
     """
 
     ratio: RoundRatio
@@ -334,6 +309,8 @@ class Paired:
     load_b: float | None
     difference: Difference
     why: Why
+    processes: int = 1
+    between: Between | None = None
 
     @property
     def estimate(self) -> float:
@@ -368,9 +345,17 @@ def unpaired(s: Speedup) -> Paired:
                   Difference.INCONCLUSIVE, Why.NOT_PAIRED)
 
 
-def _ratio(rounds: Sequence[Round], confidence: float) -> RoundRatio:
+def _ratio(rounds: Sequence[Round], confidence: float, between: Between | None = None) -> RoundRatio:
     return round_ratio([r.a.per_call for r in rounds], [r.b.per_call for r in rounds], confidence,
-                       groups=[r.process for r in rounds], trim=PAIRED_TRIM)
+                       groups=[r.process for r in rounds], trim=PAIRED_TRIM, between=between)
+
+
+def process_groups(rounds: Sequence[Round], heavy: float | None = None) -> list[Group]:
+    """The kept rounds' log ratios summarised per process, as `round_ratio` sees them: what
+    `proofbench.variation.pooled` pools over a run's comparisons."""
+    kept = [r for r in rounds if r.comparable(heavy)]
+    logs, labels = _logs([r.a.per_call for r in kept], [r.b.per_call for r in kept], [r.process for r in kept])
+    return _summaries(logs, labels, PAIRED_TRIM, TRIM_FROM) if len(logs) else []
 
 
 def _mean_load(blocks: list[Block]) -> float | None:
@@ -379,20 +364,25 @@ def _mean_load(blocks: list[Block]) -> float | None:
 
 
 def paired(rounds: Sequence[Round], precision: float = 0.05, min_rounds: int = MIN_ROUNDS,
-           heavy: float | None = None, confidence: float = 0.95) -> Paired:
+           heavy: float | None = None, confidence: float = 0.95, between: Between | None = None) -> Paired:
     """a / b (for time per call: b's speedup over a) from paired rounds, and its outcome.
 
     Inconclusive, with the reason, where fewer than `min_rounds` rounds are kept, where most
     rounds were left out for unequal load, or where the interval is wider than +- `precision`;
     otherwise the interval decides: above 1 faster, below 1 slower, else no significant difference.
+    Rounds from several processes: see `round_ratio` (`between`: the run's pooled variation).
     """
     kept = [r for r in rounds if r.comparable(heavy)]
-    ratio = _ratio(kept, confidence)
+    ratio = _ratio(kept, confidence, between)
     if ratio.rounds < MIN_ROUNDS:
-        ratio = _ratio(rounds, confidence)  # the figure of all rounds is still shown; it decides nothing
+        ratio = _ratio(rounds, confidence, between)  # the figure of all rounds is still shown; it decides nothing
     load_a, load_b = _mean_load([r.a for r in rounds]), _mean_load([r.b for r in rounds])
     difference, why = _outcome(ratio, len(rounds), len(kept), precision, min_rounds)
-    return Paired(ratio, len(rounds), len(kept), load_a, load_b, difference, why)
+    if why is Why.TOO_NOISY and between is not None and disagree(process_groups(rounds, heavy), between):
+        why = Why.PROCESSES_DISAGREE
+    processes = len({r.process for r in rounds})
+    return Paired(ratio, len(rounds), len(kept), load_a, load_b, difference, why, processes,
+                  between if processes > 1 else None)
 
 
 def _outcome(ratio: RoundRatio, rounds: int, kept: int, precision: float,

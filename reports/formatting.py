@@ -180,8 +180,19 @@ def undecided(why: str, estimate: float | None = None, low: float | None = None,
         Why.TOO_FEW_ROUNDS: lambda: f"too few rounds ({kept} kept of {total})",
         Why.UNEQUAL_LOAD: lambda: f"baseline and variant saw unlike load ({total - kept} of {total} rounds left out)",
         Why.NOT_PAIRED: lambda: "baseline and variant measured in separate processes, not in alternating rounds",
+        Why.PROCESSES_DISAGREE: lambda: f"its processes disagreed beyond the run's variation between processes "
+                                        f"({_half_width(estimate, low, high)} after {total} rounds)",
     }
     return words[why]() if why in words else str(why)
+
+
+def _processes(s) -> str:
+    # ' in 2 processes; between processes ±1.3%, pooled over 27 speedups' for rounds from several
+    if getattr(s, "processes", 1) <= 1:
+        return ""
+    pool = s.between
+    pooled = f"; between processes ±{pool.relative:.1%}, pooled over {pool.comparisons} speedups" if pool else ""
+    return f" in {s.processes} processes{pooled}"
 
 
 def speedup_words(s) -> str:
@@ -194,7 +205,7 @@ def speedup_words(s) -> str:
     if s.difference == Difference.INCONCLUSIVE:
         return f"inconclusive: {undecided(s.why, s.estimate, s.low, s.high, (s.kept, s.rounds))}"
     dropped = f"; {s.left_out} of {s.rounds} rounds left out for load" if s.left_out else ""
-    return f"{s.difference} ({s.kept} rounds{dropped})"
+    return f"{s.difference} ({s.kept} rounds{_processes(s)}{dropped})"
 
 
 def verdict_reason(verdict) -> str:

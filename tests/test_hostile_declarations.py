@@ -109,6 +109,8 @@ BAD_PROFILES = {
     "repeat-min-above-max": (PROFILE.replace("[3, 5, 1.0]", "[6, 5, 1.0]"), "repeat[1] (max samples) must be a "
                              "whole number from 6"),
     "rounds-zero": (PROFILE.replace("rounds = 1", "rounds = 0"), "rounds must be a whole number from 1 to 1000"),
+    "processes-zero": (PROFILE + "processes = 0\n", "processes must be a whole number from 1 to 16, got 0"),
+    "processes-text": (PROFILE + 'processes = "two"\n', "[mine].processes has the wrong type (str)"),
     "sizes-twice": (PROFILE.replace('["tiny"]', '["tiny", "tiny"]'), "sizes must be distinct names"),
     "sizes-numbers": (PROFILE.replace('["tiny"]', "[1]"), "sizes must be distinct names among tiny, small, large"),
     "description-newline": (PROFILE.replace('"one line"', '"""two\nlines"""'), "description must be one line"),

@@ -90,10 +90,10 @@ def test_the_plan_comes_from_the_profile_with_per_subject_budgets(tmp_path):
     path = tmp_path / "profiles.toml"
     path.write_text('[ci]\ndescription = "d"\ndevice = "cpu"\nthreads = 1\nsizes = ["small"]\nrounds = 1\n'
                     'repeat = [3, 6, 0.5]\nwarmup_time = 0.0\npair_budget = 2\nprecision = 0.04\nmin_rounds = 6\n'
-                    '[ci.budgets]\n"loading.dataloader" = 12\n')
+                    'processes = 3\n[ci.budgets]\n"loading.dataloader" = 12\n')
     profile = load_profiles(path)["ci"]
     plan = pairing.plan(profile, "loading.dataloader", cores=2)
-    assert (plan.budget, plan.precision, plan.min_rounds, plan.heavy) == (12.0, 0.04, 6, 2.0)
+    assert (plan.budget, plan.precision, plan.min_rounds, plan.heavy, plan.processes) == (12.0, 0.04, 6, 2.0, 3)
     assert pairing.plan(profile, "loading.lmdb_read", cores=16).budget == 2.0
     assert pairing.plan(profile, "loading.lmdb_read", cores=16).heavy == 16.0
     path.write_text(path.read_text().replace('"loading.dataloader" = 12', '"loading.dataloader" = "long"'))

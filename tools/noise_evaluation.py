@@ -1,7 +1,8 @@
 """Do speedups repeat? Five quiet runs of one commit and one run under a competing load.
 
 Run: `.venv/bin/python -m tools.noise_evaluation [--runs 5] [--bench SUBJECT ...] [--profile quick]
-[--out DIR] [--no-loaded]` (`make evaluate-noise`; `QUICK=1` for three subjects and three runs).
+[--out DIR] [--no-loaded] [--reanalyse]` (`make evaluate-noise`; `QUICK=1` for three subjects and
+three runs; `--reanalyse` measures nothing and judges the runs already in `--out` again).
 A benchmark, not a test: it prints tables (and writes `evaluation.json` in `--out`), it asserts
 nothing. Run it on a quiet machine: the other processes' load is recorded per run and printed
 beside every figure, so a run on a busy machine reads as such.
@@ -94,6 +95,13 @@ def measure(name: str, out: Path, profile_name: str, bench: str | None, loaded: 
     return Run(name, table.as_json(lines)["records"], seconds, _other_load(lines))
 
 
+def reread(name: str, out: Path, seconds: float) -> Run:
+    """A run measured earlier into `out/name`, its figures derived again from its stored rounds by
+    the analysis as it is now (`--reanalyse`: the same measurements, judged by today's statistics)."""
+    lines = table.lines(connect(f"sqlite:///{out / name / 'results.sqlite'}"))
+    return Run(name, table.as_json(lines)["records"], seconds, _other_load(lines))
+
+
 def _key(record: dict) -> tuple[str, str, str]:
     return record["subject"], record["size"], record["variant"]
 
@@ -171,14 +179,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=Path(".proofbench/noise-evaluation"))
     parser.add_argument("--no-loaded", action="store_true", help="skip the run under a competing load")
     parser.add_argument("--quick", action="store_true", help=f"{', '.join(QUICK_SUBJECTS)}, three runs")
+    parser.add_argument("--reanalyse", action="store_true",
+                        help="measure nothing: derive the figures of the runs in --out again from their stored rounds")
     args = parser.parse_args(argv)
     subjects = QUICK_SUBJECTS if args.quick else args.bench
     runs = 3 if args.quick else args.runs
     registry = load_catalogue(project_file.require(None)).registry
     bench = "|".join(bench_pattern(registry, s) for s in subjects) if subjects else None
     out = args.out.resolve()
-    quiet = [measure(f"quiet-{i + 1}", out, args.profile, bench, loaded=False) for i in range(runs)]
-    loaded = None if args.no_loaded else measure("loaded", out, args.profile, bench, loaded=True)
+    if args.reanalyse:
+        earlier = [reread(r["name"], out, r["seconds"])
+                   for r in json.loads((out / "evaluation.json").read_text())["runs"]]
+        quiet = [r for r in earlier if r.name.startswith("quiet-")]
+        loaded = next((r for r in earlier if r.name == "loaded"), None)
+    else:
+        quiet = [measure(f"quiet-{i + 1}", out, args.profile, bench, loaded=False) for i in range(runs)]
+        loaded = None if args.no_loaded else measure("loaded", out, args.profile, bench, loaded=True)
     result = compare(quiet, loaded)
     _print(quiet, loaded, result, capture().name)
     document = {"runs": [{"name": r.name, "seconds": r.seconds, "other_load": r.other_load, "records": r.records}

@@ -22,7 +22,8 @@ from proofbench.db.models import Benchmark, Commit, Machine, Result
 from proofbench.declare import within_tolerance
 from proofbench.measure.gpu_watch import GpuConditions
 from proofbench.measure.pairing import worst
-from proofbench.stats import Paired, Reduction, Round, Spread, paired, speedup, spread, unpaired
+from proofbench.stats import Paired, Reduction, Round, Spread, paired, process_groups, speedup, spread, unpaired
+from proofbench.variation import Between, pooled
 
 
 @dataclass(frozen=True)
@@ -126,17 +127,31 @@ def figures(session: Session, machine: Machine, commit_id: int | None = None,
         size = result.params.get("size", "")
         grouped.setdefault((bench.subject, size), {}).setdefault(result.params.get("variant", ""), []).append(
             (result, bench))
-    out = [_subject_figures(machine, commit.hash, key, by_variant) for key, by_variant in grouped.items()]
+    between = pooled_between(rows)
+    out = [_subject_figures(machine, commit.hash, key, by_variant, between) for key, by_variant in grouped.items()]
     return sorted(out, key=lambda f: (f.area, f.subject, f.size))
 
 
-def _subject_figures(machine: Machine, commit: str, key: tuple[str, str], by_variant: dict) -> SubjectFigures:
+def pooled_between(rows: Collection[tuple[Result, Benchmark]]) -> dict[str | None, Between | None]:
+    """Per run profile, the variation between processes pooled over the speedups among `rows`
+    (one machine and commit) that were measured in several processes (`proofbench.variation`)."""
+    by_profile: dict[str | None, list] = {}
+    for result, bench in rows:
+        if bench.name.endswith(".track_speedup") and result.rounds:
+            rounds = [Round.from_dict(r) for r in result.rounds.get("rounds", ())]
+            heavy = result.rounds.get("plan", {}).get("heavy")
+            by_profile.setdefault(result.profile, []).append(process_groups(rounds, heavy))
+    return {profile: pooled(groups) for profile, groups in by_profile.items()}
+
+
+def _subject_figures(machine: Machine, commit: str, key: tuple[str, str], by_variant: dict,
+                     between: dict[str | None, Between | None]) -> SubjectFigures:
     subject, size = key
     any_bench = next(iter(by_variant.values()))[0][1]
     details = any_bench.details or {}
     order = list(details.get("variants", {})) or sorted(by_variant)
     declared = details.get("variants", {})
-    variants = [replace(_variant_figures(name, by_variant[name]),
+    variants = [replace(_variant_figures(name, by_variant[name], between),
                         isa=isa_note(declared.get(name, {}).get("requires", ()), machine.profile))
                 for name in order if name in by_variant]
     base = next((v for v in variants if v.variant == "baseline"), None)
@@ -159,7 +174,8 @@ def _derived(v: VariantFigures, base: VariantFigures) -> VariantFigures:
     return VariantFigures(**{**v.__dict__, **changes}) if changes else v
 
 
-def _variant_figures(name: str, rows: list[tuple[Result, Benchmark]]) -> VariantFigures:
+def _variant_figures(name: str, rows: list[tuple[Result, Benchmark]],
+                     between: dict[str | None, Between | None]) -> VariantFigures:
     by_metric = {bench.metric: result for result, bench in rows}
     timing = next((r for r, b in rows if b.name.endswith(".time_call")), None)
     quality = next((r for r, b in rows if b.name.endswith(".track_quality")), None)
@@ -175,15 +191,15 @@ def _variant_figures(name: str, rows: list[tuple[Result, Benchmark]]) -> Variant
         other_load_cores=timing.other_load_cores if timing is not None else None,
         busy=timing.busy if timing is not None else None, threads=timing.threads if timing is not None else None,
         gpu=GpuConditions.of(r.gpu for r, b in rows if b.name.endswith((".time_call", ".track_speedup"))))
-    return _with_rounds(figures, *pair) if pair is not None else figures
+    return _with_rounds(figures, *pair, between.get(pair[0].profile)) if pair is not None else figures
 
 
-def _with_rounds(figures: VariantFigures, result: Result, bench: Benchmark) -> VariantFigures:
+def _with_rounds(figures: VariantFigures, result: Result, bench: Benchmark, between: Between | None) -> VariantFigures:
     # The speedup and the equivalence of the answers, from the stored rounds and checks.
     document = result.rounds
     plan = document.get("plan", {})
     rounds = [Round.from_dict(r) for r in document.get("rounds", ())]
-    summary = paired(rounds, plan.get("precision", 0.05), plan.get("min_rounds", 3), plan.get("heavy"))
+    summary = paired(rounds, plan.get("precision", 0.05), plan.get("min_rounds", 3), plan.get("heavy"), between=between)
     spec = (bench.details or {}).get("equivalence", {})
     checks = document.get("checks", {})
 

@@ -28,8 +28,7 @@ from proofbench import capability
 from proofbench.declare import Context, Subject, Variant, Workload
 from proofbench.errors import InputError, Skip
 from proofbench.machine.nvml import NvmlSampler
-from proofbench.measure import gpu_watch, pairing, sidecar
-from proofbench.measure.interleave import alternate
+from proofbench.measure import gpu_watch, pairing, processes, sidecar
 from proofbench.measure.memory import PeakMemory
 from proofbench.measure.noise import OtherLoad
 from proofbench.measure.timer import sync_clock
@@ -119,8 +118,10 @@ def failure_reason(exc: BaseException) -> str:
 
 
 def asv_name(cls: type) -> str:
-    """The name asv gives a benchmark class: its module below `benchmarks`, then the class."""
-    module = cls.__module__.split(".", 1)[1] if cls.__module__.startswith("benchmarks.") else cls.__module__
+    """The name asv gives a benchmark class: its module below the suite's package (asv imports the
+    benchmark directory as a package named after it: `benchmarks` here, `bench` in a project that
+    `proofbench init` set up), then the class."""
+    module = cls.__module__.split(".", 1)[1] if "." in cls.__module__ else cls.__module__
     return f"{module}.{cls.__name__}"
 
 
@@ -240,19 +241,25 @@ class SubjectBenchmark:
         return math.nan if workload is None else float(workload.items)
 
     def speedup(self) -> float:
-        """The variant's speedup over the baseline, both measured in alternating rounds in this
-        process (`proofbench.measure.interleave`), with the answers of the timed calls checked.
+        """The variant's speedup over the baseline, both measured in alternating rounds
+        (`proofbench.measure.interleave`), with the answers of the timed calls checked: in this
+        process, or shared among the profile's `processes`, each forked from this one and
+        preparing its own workload (`proofbench.measure.processes`).
 
         The rounds, the checks and the plan go to the sidecar (see `proofbench.measure.pairing`);
         asv keeps the estimate. NaN for the baseline, the reference.
         """
-        if self._variant.name == "baseline" or self._lazy() is None:
+        if self._variant.name == "baseline":
             return math.nan
         plan = pairing.plan(self._profile, self._subject.key)
-        inputs = self._workload.inputs
-        measured = self._guard("track_speedup", lambda: alternate(
-            pairing.side(self._subject.variant("baseline"), inputs), pairing.side(self._variant, inputs), plan))
-        checked = self._guard("track_speedup", lambda: pairing.check(self._subject, self._variant, measured))
+        if plan.processes == 1 and self._lazy() is None:
+            return math.nan
+        prepare = self.ensure_workload if plan.processes == 1 else (lambda: self._prepare(*self._params))
+        try:
+            measured, checked = self._guard("track_speedup", lambda: pairing.measure(
+                self._subject, self._variant, prepare, plan, processes.can_fork(self._profile.device)))
+        except Skip:
+            return math.nan
         verdicts = {"equivalent": checked.equivalent} if checked.equivalent is not None else {}
         self._note("ok" if checked.passed else "failed", pairing.failure(self._subject, checked),
                    method="track_speedup", rounds=pairing.document(plan, measured, checked),
@@ -287,6 +294,9 @@ class SubjectBenchmark:
         self._method = method
         try:
             return fn()
+        except Skip as exc:  # the variant cannot run here: a skip, not a failure
+            self._note("skipped", str(exc), method=method)
+            raise
         except Exception as exc:
             self._note("failed", failure_reason(exc), method=method)
             raise

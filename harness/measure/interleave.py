@@ -12,12 +12,13 @@ else that can be called in one process: two prepared workloads, two builds of a 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from proofbench.measure.noise import OtherLoad
 from proofbench.measure.timer import sync_clock
-from proofbench.stats import Block, Round, paired
+from proofbench.stats import MIN_ROUNDS, Block, Round, paired
 
 Clock = Callable[[], float]
 LoadProbe = Callable[[], Any]  # a context manager factory whose result has `.cores` after exit
@@ -31,7 +32,8 @@ class Plan:
     once the ratio's 95% interval is within +- this fraction of its estimate; `min_rounds`: never
     stop before this many rounds are kept; `block`: the seconds one side's block aims at (at least
     one call); `max_rounds`: a bound for calls so fast that the budget alone would allow millions;
-    `heavy`: other processes' load, in cores, above which a round is left out (None: none is).
+    `heavy`: other processes' load, in cores, above which a round is left out (None: none is);
+    `processes`: how many processes share the rounds, each with its own preparation (see `part`).
     """
 
     budget: float = 4.0
@@ -40,11 +42,22 @@ class Plan:
     block: float = 0.1
     max_rounds: int = 400
     heavy: float | None = None
+    processes: int = 1
 
     def to_dict(self) -> dict[str, float | None]:
         """The plan as stored beside the rounds it produced."""
         return {"budget": self.budget, "precision": self.precision, "min_rounds": self.min_rounds,
-                "block": self.block, "max_rounds": self.max_rounds, "heavy": self.heavy}
+                "block": self.block, "max_rounds": self.max_rounds, "heavy": self.heavy,
+                "processes": self.processes}
+
+    def part(self) -> "Plan":
+        """One process's part of a plan shared by `processes`: its share of the budget and of the
+        rounds (never fewer than a t interval needs), and a precision wider by the square root of
+        their number, since the processes' rounds together narrow the interval that much."""
+        k = self.processes
+        return replace(self, budget=self.budget / k, min_rounds=max(MIN_ROUNDS, math.ceil(self.min_rounds / k)),
+                       precision=self.precision * math.sqrt(k), max_rounds=max(MIN_ROUNDS, self.max_rounds // k),
+                       processes=1)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
-"""A variant against its baseline in one benchmark process: the plan, the two sides, the checks
-of what the timed calls returned, and the document the sidecar carries to the database.
+"""A variant against its baseline: the plan, the two sides, the checks of what the timed calls
+returned, and the document the sidecar carries to the database. The rounds are measured in the
+benchmark process, or shared among the plan's `processes`, each forked from it and preparing its
+own workload (`measure`; see `proofbench.measure.processes` and `proofbench.variation` for why).
 
 The checks use the answers of the timed calls themselves (as MLPerf's TEST01 samples responses
 during a performance run), never extra calls made apart: each side's warm-up answer and the last
@@ -13,26 +15,29 @@ readings must agree.
 The document (version `DOCUMENT_VERSION`), in the sidecar record's `rounds` field:
 
     {"version": 1,
-     "plan": {"budget", "precision", "min_rounds", "block", "max_rounds", "heavy"},
+     "plan": {"budget", "precision", "min_rounds", "block", "max_rounds", "heavy", "processes"},
      "rounds": [{"a": [calls, seconds, load], "b": [...], "first": "a" | "b", "process": 0}, ...],
      "checks": {"baseline": [[round, value], ...], "variant": [[round, value], ...],
                 "states": [[round, "reading"], ...]},
      "seconds": wall seconds of the rounds}
 
 Side a is the baseline, side b the variant; `load` is other processes' CPU in cores (null where
-unreadable); round -1 is the warm-up call; `value` is the subject's equivalence metric.
+unreadable); `process` numbers the process that measured the round (0 where one did); round -1 is
+a process's warm-up call, other rounds are numbered across processes; `value` is the subject's
+equivalence metric.
 """
 from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Callable
 
-from proofbench.declare import Subject, Variant
-from proofbench.measure.interleave import Measured, Plan, Side
+from proofbench.declare import Subject, Variant, Workload
+from proofbench.measure import processes
+from proofbench.measure.interleave import Measured, Plan, Sampled, Side, alternate
 from proofbench.profile import Profile
-from proofbench.stats import paired
+from proofbench.stats import Round, paired
 
 DOCUMENT_VERSION = 1
 # Other processes' load, in cores, beyond the cores the run leaves free, that makes a round heavy:
@@ -47,7 +52,58 @@ def plan(profile: Profile, subject: str, cores: int | None = None) -> Plan:
     left out as heavy when other processes take more than the cores the run leaves free."""
     spare = max(0, (cores or os.cpu_count() or 1) - profile.torch_threads)
     return Plan(budget=profile.budget(subject), precision=profile.precision, min_rounds=profile.min_rounds,
-                block=profile.block_seconds, heavy=spare + HEAVY_MARGIN)
+                block=profile.block_seconds, heavy=spare + HEAVY_MARGIN, processes=profile.processes)
+
+
+def measure(subject: Subject, variant: Variant, prepare: Callable[[], Workload], plan_: Plan,
+            fork: bool = True) -> tuple[Measured, Checked]:
+    """`variant` against the baseline by `plan_`, with the answers of the timed calls checked.
+
+    In one process, on the workload `prepare` returns; in `plan_.processes` processes (forked
+    where `fork`, see `proofbench.measure.processes`), each preparing its own and measuring its
+    part of the plan, their rounds numbered by process and their checks put together.
+    """
+    def one(part: Plan) -> tuple[Measured, Checked]:
+        inputs = prepare().inputs
+        measured = alternate(side(subject.variant("baseline"), inputs), side(variant, inputs), part)
+        return measured, check(subject, variant, measured)
+
+    if plan_.processes == 1:
+        return one(plan_)
+    part = plan_.part()
+    return merged(processes.each(lambda _: _bare(*one(part)), plan_.processes, fork))
+
+
+def _bare(measured: Measured, checked: Checked) -> tuple[Measured, Checked]:
+    # what a child passes back: its rounds and checks, not the answers themselves
+    return Measured(measured.rounds, Sampled(()), Sampled(()), measured.seconds), checked
+
+
+def merged(parts: list[tuple[Measured, Checked]]) -> tuple[Measured, Checked]:
+    """The parts measured by several processes as one: rounds tagged with their process and
+    numbered on, the checks' rounds numbered alike (the warm-up stays -1), outcomes all passed."""
+    rounds: list[Round] = []
+    baseline: list[tuple[int, float]] = []
+    answers: list[tuple[int, float]] = []
+    states: list[tuple[int, str]] = []
+    for process, (measured, checked) in enumerate(parts):
+        offset = len(rounds)
+
+        def moved(rows: tuple, offset: int = offset) -> list:
+            return [(i + offset if i >= 0 else i, value) for i, value in rows]
+
+        rounds.extend(replace(r, process=process) for r in measured.rounds)
+        baseline += moved(checked.baseline)
+        answers += moved(checked.variant)
+        states += moved(checked.states)
+    checks = [c for _, c in parts]
+    deterministic = all(c.deterministic for c in checks)
+    equivalent = all(bool(c.equivalent) for c in checks) if deterministic else None
+    kept = [c.state_kept for c in checks if c.state_kept is not None]
+    seconds = sum(m.seconds for m, _ in parts)
+    return (Measured(tuple(rounds), Sampled(()), Sampled(()), seconds),
+            Checked(tuple(baseline), tuple(answers), tuple(states), deterministic, equivalent,
+                    all(kept) if kept else None))
 
 
 def asv_value(measured: Measured, plan_: Plan) -> float:
