@@ -2,10 +2,10 @@
 
 A speedup measured in one process varies from one process to the next by more than its rounds
 vary within one: what a process's preparation drew (where the weights and the inputs landed in
-memory) is shared by all its rounds. Measured here with bf16 attention: 2.28-2.59 across eight
-processes, 2.20-2.30 across eight measurements in one; forked after the workload was prepared,
-2.27-2.38; forked before, 2.27-2.57. An interval from one process's rounds therefore covers a
-repeat run too rarely (81% in `make evaluate-noise`, for 95% asked).
+memory) is shared by all its rounds. Measured here with bf16 autocast inference latency
+(`inference.half_precision_latency`): 2.28-2.59 across eight processes, 2.20-2.30 across eight
+measurements in one; forked after the workload was prepared, 2.27-2.38; forked before,
+2.27-2.57. An interval from one process's rounds cannot hold that.
 
 So a pair is measured in a few processes (`proofbench.measure.processes`), each with its own
 preparation, and the estimate is the mean of the processes' means (`Group`). With two or three
