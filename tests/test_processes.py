@@ -106,3 +106,23 @@ def test_in_one_process_the_processes_still_prepare_apart():
     measured, checked = pairing.measure(subject, subject.variant("optimized"), lambda: subject.prepare(None),
                                         PLAN, fork=False)
     assert prepared == [os.getpid()] * 2 and {r.process for r in measured.rounds} == {0, 1} and checked.passed
+
+
+def test_benchmark_processes_see_the_profiles_file_run_chose_its_profile_from(tmp_path, monkeypatch):
+    # `proofbench run` reads $PROOFBENCH_PROFILES where the project names no file; the benchmark
+    # processes must read the same file, or asv's discovery fails on a profile only it declares.
+    from types import SimpleNamespace
+
+    from proofbench.pipeline.asv import environment
+    from proofbench.profile import FILE_VAR, get_profile
+
+    mine = tmp_path / "mine.toml"
+    mine.write_text('[mine]\ndescription = "d"\ndevice = "cpu"\nthreads = 1\nsizes = ["tiny"]\nrounds = 1\n'
+                    'repeat = [3, 5, 1.0]\nwarmup_time = 0.0\nprocesses = 2\n')
+    monkeypatch.setenv(FILE_VAR, str(mine))
+    layout = SimpleNamespace(project=SimpleNamespace(root=tmp_path, profiles=None), sidecar=tmp_path / "s.jsonl",
+                             home=tmp_path, workdir=tmp_path)
+    assert environment(layout, get_profile("mine"))[FILE_VAR] == str(mine)
+    own = tmp_path / "project-profiles.toml"
+    layout.project.profiles = own
+    assert environment(layout, get_profile("mine"))[FILE_VAR] == str(own)

@@ -115,7 +115,9 @@ def environment(layout: Layout, profile: Profile, commit: str = "") -> dict[str,
         sidecar.COMMIT_VAR: commit,
         sidecar.ENV_VAR: str(layout.sidecar),
         PROFILE_VAR: profile.name,
-        PROFILES_VAR: str(layout.project.profiles or ""),
+        # the project's profiles file, else the one named in this process's environment: the
+        # benchmark processes must know the profiles `proofbench run` chose from
+        PROFILES_VAR: str(layout.project.profiles or env.get(PROFILES_VAR, "")),
         "HOME": str(layout.home),
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
