@@ -26,7 +26,7 @@ from typing import Iterable, Sequence
 import numpy as np
 from scipy import stats as _stats
 
-HETEROGENEOUS = 0.01  # the chi-square test's level for "this comparison's processes disagree beyond the pool"
+HETEROGENEOUS = 0.01  # the F test's level for "this comparison's processes disagree beyond the pool"
 
 
 @dataclass(frozen=True)
@@ -139,8 +139,8 @@ def disagree(groups: Sequence[Group], between: Between) -> bool:
     """Whether these processes' means differ beyond what the pooled `between` and their own
     rounds explain: Q = sum((m_g - m)^2 / (between + v_g)) over k - 1 against the F distribution
     at `HETEROGENEOUS`, its second degrees of freedom those of the variances Q divides by (a
-    process of three rounds knows its own spread to two: a chi-square test would take that
-    estimate as exact and cry "disagree" at every fourth comparison)."""
+    process of three rounds knows its own spread to two: a chi-square test took that
+    estimate as exact and cried "disagree" at one comparison in six here)."""
     usable = [g for g in groups if between.variance + g.variance > 0]
     if len(usable) < 2:
         return False
