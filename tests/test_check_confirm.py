@@ -211,3 +211,21 @@ def test_a_confirmed_step_is_bisected_between_the_re_measured_commits_and_moved_
     # commits 11 and 12, each measured twice (bisect.RUNS) before its side is decided
     assert [(s["commit"], s["side"]) for s in found.bisection["steps"]] == \
         [(_hash(i), "before") for i in (11, 11, 12, 12)]
+
+
+def test_a_confirmed_step_found_again_at_its_commit_is_that_alert_whatever_its_provisional_levels(suspect):
+    # A suspect's levels rest on the one or two points after it; the next night's step, at the
+    # same commit, may have levels that barely overlap them. It is the same step, not a second
+    # alert at that commit (which the database refuses: one step a direction per commit).
+    remeasure = Remeasure(1.3)
+    first = _check(suspect, remeasure)
+    (found,) = first.findings
+    assert found.state == "new"
+    with Session(suspect.engine) as session, session.begin():
+        alert = session.get(Alert, found.id)
+        alert.before, alert.after = 0.70e-3, 0.75e-3  # provisional levels far from tonight's
+    suspect.night(14, {TIME: 1.3e-3})
+    again = _check(suspect, remeasure)
+    assert [(f.id, f.state) for f in again.findings] == [(found.id, "open")]
+    with Session(suspect.engine) as session:
+        assert len(session.scalars(select(Alert)).all()) == 1

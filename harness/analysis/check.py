@@ -243,10 +243,10 @@ def _update_alerts(session: Session, all_series: list[Series], run: CheckRun, or
                 alerts.append(match)
                 decided = not cp.suspected
             elif match.status in ("suspected", "dropped") and not cp.suspected and not confirm.answered(s, match, cp):
-                _decided(match, s, cp)  # the history alone decides it now
+                _restate(match, "open", s, cp, alerts)  # the history alone decides it now
                 decided = True
             elif match.status == "dropped" and cp.suspected and confirm.newer_than_remeasured(s, match):
-                _reopened(match, s, cp, alerts)  # a new commit since the re-measurement: ask again
+                _restate(match, "suspected", s, cp, alerts)  # a new commit since the re-measurement: ask again
             match.seen_by_id = run.id
             raised += [match] if decided else []
             if match.status == "suspected" or decided:
@@ -255,26 +255,15 @@ def _update_alerts(session: Session, all_series: list[Series], run: CheckRun, or
     return raised, _resolve(known, run, rank), asked
 
 
-def _decided(alert: Alert, s: Series, cp: ChangePoint) -> None:
-    # A suspected (or dropped) step the history now decides: an alert, at the decided commit and
-    # with the decided figures (a suspect's place and size were provisional; from now on it never moves).
-    alert.status = "open"
-    alert.commit_id, alert.previous_commit_id = _place(s, cp)
-    _take_figures(alert, cp)
-
-
-def _reopened(alert: Alert, s: Series, cp: ChangePoint, alerts: list[Alert]) -> None:
-    # A dropped step suspected again with newer commits: suspected anew, at tonight's place
-    # unless another alert of the series stands there.
-    alert.status = "suspected"
+def _restate(alert: Alert, status: str, s: Series, cp: ChangePoint, alerts: list[Alert]) -> None:
+    # A suspected (or dropped) step the history now decides ("open"), or a dropped one suspected
+    # anew with newer commits ("suspected"): tonight's place, unless another alert of the series
+    # and direction stands there, and tonight's levels, p-value and score (a suspect's were
+    # provisional; a decided step never moves again).
+    alert.status = status
     commit_id, previous_id = _place(s, cp)
     if not any(a is not alert and a.commit_id == commit_id and a.direction == cp.direction for a in alerts):
         alert.commit_id, alert.previous_commit_id = commit_id, previous_id
-    _take_figures(alert, cp)
-
-
-def _take_figures(alert: Alert, cp: ChangePoint) -> None:
-    # tonight's levels, p-value and score of the step, in place of the provisional ones
     alert.before, alert.after, alert.p_value, alert.score = cp.before, cp.after, cp.p_value, cp.score
 
 
@@ -291,10 +280,15 @@ def _changes(s: Series, settings: CheckSettings) -> list[ChangePoint]:
 
 
 def _same(s: Series, alert: Alert, cp: ChangePoint, rank: dict[int, int]) -> bool:
-    """The same step: same direction, the alert's commit within RADIUS points of it, and level
-    ranges that overlap by at least half of the smaller (`tracker.overlap`): a 2x step a few
-    commits after a 30% one is a step of its own, not the first found again."""
-    if alert.direction != cp.direction or overlap(alert, cp) < SAME_OVERLAP:
+    """The same step: same direction, and the alert at the commit where tonight's step starts
+    (its stored levels may be a suspect's provisional ones, from a point or two), or within
+    RADIUS points of it with level ranges that overlap by at least half of the smaller
+    (`tracker.overlap`): a 2x step a few commits after a 30% one is a step of its own."""
+    if alert.direction != cp.direction:
+        return False
+    if alert.commit_id == s.points[cp.index].commit.id:
+        return True
+    if overlap(alert, cp) < SAME_OVERLAP:
         return False
     index = s.index_of(alert.commit_id)
     if index is None:  # the alert's commit has no point here any more: compare by rank
