@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -69,7 +70,8 @@ register(Subject(
 '''
 
 # The project's own profile: calls of a few milliseconds and enough samples that a busy machine
-# (other test runs beside this one) does not hide a several-fold step in 8 points a side.
+# (other test runs beside this one) does not hide a several-fold step in 8 points a side; each
+# speedup's rounds shared by two processes forked from asv's benchmark process.
 PROFILES = """[nightly]
 description = "mytrain's nightly profile"
 device = "cpu"
@@ -78,6 +80,7 @@ sizes = ["small"]
 rounds = 1
 repeat = [7, 15, 2.0]
 warmup_time = 0.05
+processes = 2
 """
 
 PYPROJECT = '''[build-system]
@@ -158,7 +161,13 @@ def test_run_measures_the_checkout_in_hand(team):
     run = team["out"]["run"]
     assert run.returncode == 0, run.stderr[-3000:]
     assert "features.normalize" in run.stdout and "optimized" in run.stdout
+    assert "separate processes" not in run.stdout  # the rounds reached the database (the suite's package is `bench`)
     assert not (Path(__file__).resolve().parent.parent / "bench").exists()  # nothing in proofbench's checkout
+    with sqlite3.connect(team["repo"].parent / "team.sqlite") as db:
+        stored = [json.loads(text) for (text,) in db.execute("SELECT rounds FROM results WHERE rounds IS NOT NULL")]
+    documents = [d for d in stored if d is not None]  # a JSON column keeps "no rounds" as null
+    assert documents and all(d["plan"]["processes"] == 2 and {r["process"] for r in d["rounds"]} == {0, 1}
+                             for d in documents)  # the speedup measured in two forked processes, through asv
 
 
 def test_history_measures_every_commit_with_its_own_package(team):

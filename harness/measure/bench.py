@@ -118,8 +118,10 @@ def failure_reason(exc: BaseException) -> str:
 
 
 def asv_name(cls: type) -> str:
-    """The name asv gives a benchmark class: its module below `benchmarks`, then the class."""
-    module = cls.__module__.split(".", 1)[1] if cls.__module__.startswith("benchmarks.") else cls.__module__
+    """The name asv gives a benchmark class: its module below the suite's package (asv imports the
+    benchmark directory as a package named after it: `benchmarks` here, `bench` in a project that
+    `proofbench init` set up), then the class."""
+    module = cls.__module__.split(".", 1)[1] if "." in cls.__module__ else cls.__module__
     return f"{module}.{cls.__name__}"
 
 
