@@ -157,6 +157,8 @@ class RoundRatio:
 
     `low`/`high` bound it at the requested confidence (Student's t on the log ratios, the
     round as the unit); `p_value` tests "no difference" (ratio 1). NaN where undefined.
+    `disagreed`: the rounds' processes differed beyond the pooled variation between processes
+    (`proofbench.variation.disagree`), so the interval is their own spread.
     """
 
     estimate: float
@@ -164,6 +166,7 @@ class RoundRatio:
     high: float
     p_value: float
     rounds: int
+    disagreed: bool = False
 
     @property
     def half_width(self) -> float:
@@ -202,12 +205,13 @@ def round_ratio(numerators: Sequence[float], denominators: Sequence[float], conf
         mean, se, df = combined(parts, between)
     else:
         mean, se, df = parts[0].mean, math.sqrt(parts[0].variance), parts[0].df
+    disagreed = len(parts) > 1 and between is not None and disagree(parts, between)
     if se == 0.0:
         value = math.exp(mean)
-        return RoundRatio(value, value, value, 0.0 if mean else 1.0, n)
+        return RoundRatio(value, value, value, 0.0 if mean else 1.0, n, disagreed)
     t = float(_stats.t.ppf(0.5 + confidence / 2, df))
     p_value = float(2 * _stats.t.sf(abs(mean) / se, df))
-    return RoundRatio(math.exp(mean), math.exp(mean - t * se), math.exp(mean + t * se), p_value, n)
+    return RoundRatio(math.exp(mean), math.exp(mean - t * se), math.exp(mean + t * se), p_value, n, disagreed)
 
 
 def _logs(numerators: Sequence[float], denominators: Sequence[float],
@@ -378,7 +382,7 @@ def paired(rounds: Sequence[Round], precision: float = 0.05, min_rounds: int = M
         ratio = _ratio(rounds, confidence, between)  # the figure of all rounds is still shown; it decides nothing
     load_a, load_b = _mean_load([r.a for r in rounds]), _mean_load([r.b for r in rounds])
     difference, why = _outcome(ratio, len(rounds), len(kept), precision, min_rounds)
-    if why is Why.TOO_NOISY and between is not None and disagree(process_groups(rounds, heavy), between):
+    if why is Why.TOO_NOISY and ratio.disagreed:
         why = Why.PROCESSES_DISAGREE
     processes = len({r.process for r in rounds})
     return Paired(ratio, len(rounds), len(kept), load_a, load_b, difference, why, processes,

@@ -138,10 +138,14 @@ def pooled_between(rows: Collection[tuple[Result, Benchmark]]) -> dict[str | Non
     by_profile: dict[str | None, list] = {}
     for result, bench in rows:
         if bench.name.endswith(".track_speedup") and result.rounds:
-            rounds = [Round.from_dict(r) for r in result.rounds.get("rounds", ())]
             heavy = result.rounds.get("plan", {}).get("heavy")
-            by_profile.setdefault(result.profile, []).append(process_groups(rounds, heavy))
+            by_profile.setdefault(result.profile, []).append(process_groups(_rounds(result), heavy))
     return {profile: pooled(groups) for profile, groups in by_profile.items()}
+
+
+def _rounds(result: Result) -> list[Round]:
+    # a speedup's stored rounds (`proofbench.measure.pairing.document`)
+    return [Round.from_dict(r) for r in result.rounds.get("rounds", ())]
 
 
 def _subject_figures(machine: Machine, commit: str, key: tuple[str, str], by_variant: dict,
@@ -198,8 +202,8 @@ def _with_rounds(figures: VariantFigures, result: Result, bench: Benchmark, betw
     # The speedup and the equivalence of the answers, from the stored rounds and checks.
     document = result.rounds
     plan = document.get("plan", {})
-    rounds = [Round.from_dict(r) for r in document.get("rounds", ())]
-    summary = paired(rounds, plan.get("precision", 0.05), plan.get("min_rounds", 3), plan.get("heavy"), between=between)
+    summary = paired(_rounds(result), plan.get("precision", 0.05), plan.get("min_rounds", 3), plan.get("heavy"),
+                     between=between)
     spec = (bench.details or {}).get("equivalence", {})
     checks = document.get("checks", {})
 
