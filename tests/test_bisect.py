@@ -96,3 +96,35 @@ def test_one_value_on_the_wrong_side_is_outvoted_when_each_commit_is_measured_mo
     found = bisect(measure, COMMITS, 1.0, 1.5, runs=2)
     assert found.culprit == "c06" and calls.count("c04") == 3  # 1.45 and 1.0 too near the middle: a third
     assert all(calls.count(c) >= 2 for c in set(calls))
+
+
+class DriftingMachine:
+    """A suite measured on a machine whose speed wanders between rounds (another job comes and
+    goes: up to 12% slower) while a round's two commits see the same speed; commits at and
+    after `first_bad` are 10% slower. Records the order of each round."""
+
+    def __init__(self, first_bad: int, seed: int) -> None:
+        self.first_bad, self.rng, self.orders = first_bad, np.random.default_rng(seed), []
+
+    def truth(self, commit: str) -> float:
+        return 1.1 if COMMITS.index(commit) >= self.first_bad else 1.0
+
+    def beside(self, target, commit, reference, label, *, reference_first=False):
+        self.orders.append(reference_first)
+        load = float(self.rng.uniform(1.0, 1.12))
+        return self.truth(commit) * load * float(np.exp(self.rng.normal(0, 0.003))), self.truth(reference) * load
+
+    def alone(self, commit: str) -> float:
+        return self.beside(None, commit, commit, "")[0]
+
+
+def test_each_commit_is_read_beside_the_new_levels_commit_so_the_machines_drift_cancels():
+    from proofbench.analysis.bisect import beside
+
+    alone = [bisect(DriftingMachine(5, seed).alone, COMMITS, 1.0, 1.1, runs=2).culprit for seed in range(20)]
+    assert sum(c != "c05" for c in alone) >= 5  # values from separate runs: a wrong commit, or none
+    for seed in range(20):
+        machine = DriftingMachine(5, seed)
+        found = bisect(beside(machine, None, COMMITS[-1], 1.1), COMMITS, 1.0, 1.1, runs=2)
+        assert found.culprit == "c05", (seed, found.steps)
+        assert machine.orders[:4] == [False, True, False, True]  # the order turns round by round

@@ -203,7 +203,8 @@ def test_a_confirmed_step_is_bisected_between_the_re_measured_commits_and_moved_
 
     monkeypatch.setattr(bisect, "between", lambda repo, branch, older, newer: [_hash(i) for i in range(11, 14)])
     truth = {_hash(i): 1.0e-3 for i in range(12)} | {_hash(12): 1.0e-3, _hash(13): 1.3e-3}
-    bench = SimpleNamespace(repo=None, branch="main", once=lambda target, commit, label: (truth[commit], 0.1))
+    bench = SimpleNamespace(repo=None, branch="main", beside=lambda target, commit, reference, label, **order: (
+        truth[commit], truth[reference]))
     report = _check(suspect, Remeasure(1.3), bisect=lambda session, alert: bisect.locate(session, alert, bench))
     (found,) = report.findings
     assert found.state == "new" and found.commit.hash == _hash(13) and found.culprit.hash == _hash(13)

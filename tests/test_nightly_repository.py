@@ -154,11 +154,27 @@ def test_a_range_measured_every_4th_commit_is_bisected_to_the_exact_commit(night
     check = proofbench(repo, "check", "--format", "json", "--profile", "nightly", "--confirm-rounds", "6", "--bisect",
                        "--db", url)
     report = json.loads(check.stdout)
-    new = [a for a in _optimized(report) if a["state"] == "new"]
-    assert len(new) == 1, _told(report)
-    (alert,) = new
-    # the first measured commit at the new level
-    assert alert["commit"]["hash"] == hashes[LAST], (hashes.index(alert["commit"]["hash"]), _told(report))
-    assert alert["culprit"]["hash"] == hashes[SLOW], alert["bisection"]
+    # Both variants call the slowed function, so both series step at SLOW. On these twelve points
+    # the step has one point after it, read in a run minutes after the others: where the machine
+    # ran a few percent faster by then, one series' step stays within its history's noise (seen
+    # beside a load that came and went: +4.6% on 2.6% noise). Whichever series shows it is
+    # confirmed and bisected, and each one found must name the exact commit.
+    new = [a for a in report["alerts"] if a["kind"] == "regression" and a["series"]["metric"] == "time"
+           and a["state"] == "new"]
+    assert new and {a["series"]["params"]["variant"] for a in new} <= {"baseline", "optimized"}, _told(report)
+    for alert in new:
+        _bisected(alert, hashes)
+
+
+def _bisected(alert: dict, hashes: list[str]) -> None:
+    # the first measured commit at the new level, and the commit that made the step
+    told = (hashes.index(alert["commit"]["hash"]), alert["series"]["params"], alert["bisection"])
+    assert alert["commit"]["hash"] == hashes[LAST], told
+    assert alert["culprit"]["hash"] == hashes[SLOW], told
     assert alert["culprit"]["subject"] == "Validate twice over, by mistake" and alert["culprit"]["author"] == "Team"
-    assert 1 <= len(alert["bisection"]["steps"]) <= 6 and alert["bisection"]["skipped"] == []
+    # the range halved: at most 3 of the 6 commits between measured, each twice (a third time
+    # where its side was too near the middle to tell)
+    steps = alert["bisection"]["steps"]
+    commits = {s["commit"] for s in steps}
+    assert 1 <= len(commits) <= 3 and all(sum(s["commit"] == c for s in steps) <= 3 for c in commits), steps
+    assert alert["bisection"]["skipped"] == [] and alert["bisection"]["reference"] == hashes[LAST]

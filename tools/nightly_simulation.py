@@ -15,8 +15,9 @@ suspected again, inconclusive leaves it suspected (measured again the next night
 is). A step the history decides tonight: its neighbours (`confirm.neighbours`); dropped, it is
 withdrawn, else raised. With `--bisect` (as `check --bisect`), a confirmed step is then placed
 by `proofbench.analysis.bisect.bisect` among the commits between the two compared, fresh runs
-of each commit as `bisect.locate` takes them, the levels the medians of the confirmation's
-rounds; the table shows both.
+of each commit read beside a fresh run of the newer one as `bisect.locate` takes them (the
+noise models have no drift between runs for that pairing to cancel, only the reference's own
+noise to add), the levels the medians of the confirmation's rounds; the table shows both.
 
 Suites per noise model (seed SEED, apart from the detector's tuning seeds): histories that
 end 10 commits after one 10% regression (after 20-80 commits), the same with 5%, and
@@ -98,10 +99,14 @@ def simulate(history: synth.History, rounds: int, alpha: float, confirm: bool = 
 
 
 def _culprit(history: synth.History, first: int, last: int, got: Rounds, rng: np.random.Generator) -> int:
-    # the first commit at the new level among first+1..last, bisected on fresh runs (last if it cannot tell)
+    # the first commit at the new level among first+1..last, bisected on fresh runs, each read as
+    # its ratio to a fresh run of `last` times the new level, as `bisect.beside` reads commits
+    # (last if it cannot tell)
     levels = float(np.median(got.before)), float(np.median(got.after))
-    found = bisection.bisect(lambda c: float(np.median(synth.run(history, int(c), rng))),
-                             list(range(first + 1, last + 1)), *levels, runs=bisection.RUNS)
+
+    def measure(c: int) -> float:
+        return float(np.median(synth.run(history, int(c), rng)) / np.median(synth.run(history, last, rng))) * levels[1]
+    found = bisection.bisect(measure, list(range(first + 1, last + 1)), *levels, runs=bisection.RUNS)
     return last if found.culprit is None else int(found.culprit)
 
 

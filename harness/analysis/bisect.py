@@ -1,14 +1,15 @@
 """Bisection: the first commit at a step's new level, among commits a nightly run did not measure.
 
 The step is known from the history or from its re-measurement: its level before (`before`) and
-after (`after`), and a commit on either side (`span`). The commits between are measured one at a time, halving the
-range each time: each commit `runs` times (`locate` takes `RUNS`, 2: one run of a process can
-read a few percent off, and one value on the wrong side sends the search into the wrong half
-for good), and set on the side whose level the median of its values is nearer to (on a log
-scale, as steps and noise are relative). A median too near the middle of the step to tell earns
-more measurements (up to `tries` - 1 more); if it still cannot be told the bisection stops and
-says which commits the step lies among. A commit that does not build or fails is skipped, said so,
-and its neighbour measured instead, as `git bisect skip` does. (asv's own `find` bisects too,
+after (`after`), and a commit on either side (`span`). The commits between are measured one at a
+time, halving the range each time, each in one round with the commit known to be at the new level
+and read as its ratio to it (`beside`): each commit `runs` times (`locate` takes `RUNS`, 2: one
+run of a process can read a few percent off, and one value on the wrong side sends the search
+into the wrong half for good), and set on the side whose level the median of its values is
+nearer to (on a log scale, as steps and noise are relative). A median too near the middle of the
+step to tell earns more measurements (up to `tries` - 1 more); if it still cannot be told the
+bisection stops and says which commits the step lies among. A commit that does not build or
+fails is skipped, said so, and its neighbour measured instead, as `git bisect skip` does. (asv's own `find` bisects too,
 but over the mean of every parameter set, with one measurement per commit and no way to say
 "cannot tell": a noisy value there silently picks the wrong half.)
 """
@@ -142,10 +143,9 @@ def locate(session: Session, alert: Alert, bench: Bench, *, tries: int = TRIES, 
         commits, found = [newer], Bisection(newer, newer, newer)
     else:
         commits = between(bench.repo, bench.branch, older, newer)
-        numbers = itertools.count()  # each measurement in a results directory of its own
-        found = bisect(lambda c: bench.once(target, c, f"{next(numbers)}-{c[:12]}")[0], commits, *levels(alert),
-                       tries=tries, runs=runs)
+        found = bisect(beside(bench, target, newer, levels(alert)[1]), commits, *levels(alert), tries=tries, runs=runs)
     alert.bisection = {"between": len(commits), "first": found.first, "last": found.last, "levels": list(levels(alert)),
+                       "reference": newer,
                        "steps": [{"commit": s.commit, "value": s.value if s.value is None or math.isfinite(s.value)
                                   else None, "side": s.side.value} for s in found.steps],
                        "skipped": list(found.skipped), "seconds": round(time.monotonic() - started, 3)}
@@ -182,6 +182,23 @@ def _replace(session: Session, alert: Alert, commits: list[str], culprit: str) -
     session.flush()
     session.expire(alert, ["commit", "previous_commit"])
     return moved
+
+
+def beside(bench: Bench, target: Target, reference: str, level: float) -> Callable[[str], float | None]:
+    """A commit's value as bisection reads it: measured in one round with `reference` (a commit
+    at the new level), the order turning each time, and put on the levels' scale as its ratio
+    to the reference times the new `level`. Separate runs of one commit read a few percent apart
+    on a busy machine, half a 10% step; one round's two commits see the same machine. Where the
+    reference fails in a round, the commit's own value is taken as measured."""
+    numbers = itertools.count()  # each measurement in a results directory of its own
+
+    def measure(commit: str) -> float | None:
+        n = next(numbers)
+        value, ref = bench.beside(target, commit, reference, f"{n}-{commit[:12]}", reference_first=n % 2 == 1)
+        if value is None or ref is None or not ref > 0:
+            return value
+        return value / ref * level
+    return measure
 
 
 def span(alert: Alert) -> tuple[str | None, str]:

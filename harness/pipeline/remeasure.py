@@ -143,7 +143,7 @@ def between(repo: Path, branch: str, older: str, newer: str) -> list[str]:
 @dataclass(frozen=True)
 class Bench:
     """A repository's suite ready to measure commits again on this machine: what the nightly
-    check's confirmation and bisection need (`pair`, `once`)."""
+    check's confirmation and bisection need (`pair`, `beside`)."""
 
     layout: Layout
     repo: Path
@@ -157,9 +157,12 @@ class Bench:
         return alternate(self.layout, self.repo, self.branch, (before, after), [target], self.profile,
                          self.machine, rounds=rounds, budget=budget)
 
-    def once(self, target: Target, commit: str, label: str) -> tuple[float | None, float]:
-        """One commit measured once for one series: its value (None: failed or did not build)
-        and the seconds it took."""
-        done = measure_round(self.layout, self.repo, self.branch, (commit,), [target], self.profile, self.machine,
+    def beside(self, target: Target, commit: str, reference: str, label: str, *,
+               reference_first: bool = False) -> tuple[float | None, float | None]:
+        """`commit` and `reference` measured one after the other in one round, for one series:
+        their values (None: failed or did not build). Whatever shifts the machine between rounds
+        (another job, a clock) shifts both."""
+        order = (reference, commit) if reference_first else (commit, reference)
+        done = measure_round(self.layout, self.repo, self.branch, order, [target], self.profile, self.machine,
                              self.layout.workdir / "bisect" / label)
-        return done.values[commit][target], done.seconds
+        return done.values[commit][target], done.values[reference][target]
