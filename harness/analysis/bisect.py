@@ -9,9 +9,9 @@ into the wrong half for good), and set on the side whose level the median of its
 nearer to (on a log scale, as steps and noise are relative). A median too near the middle of the
 step to tell earns more measurements (up to `tries` - 1 more); if it still cannot be told the
 bisection stops and says which commits the step lies among. A commit that does not build or
-fails is skipped, said so, and its neighbour measured instead, as `git bisect skip` does. (asv's own `find` bisects too,
-but over the mean of every parameter set, with one measurement per commit and no way to say
-"cannot tell": a noisy value there silently picks the wrong half.)
+fails is skipped, said so, and its neighbour measured instead, as `git bisect skip` does.
+(asv's own `find` bisects too, but over the mean of every parameter set, with one measurement
+per commit and no way to say "cannot tell": a noisy value there silently picks the wrong half.)
 """
 from __future__ import annotations
 

@@ -286,7 +286,7 @@ def _same(s: Series, alert: Alert, cp: ChangePoint, rank: dict[int, int]) -> boo
     (`tracker.overlap`): a 2x step a few commits after a 30% one is a step of its own."""
     if alert.direction != cp.direction:
         return False
-    if alert.commit_id == s.points[cp.index].commit.id:
+    if alert.commit_id == _place(s, cp)[0]:
         return True
     if overlap(alert, cp) < SAME_OVERLAP:
         return False
