@@ -158,23 +158,31 @@ def test_a_range_measured_every_4th_commit_is_bisected_to_the_exact_commit(night
     # the step has one point after it, read in a run minutes after the others: where the machine
     # ran a few percent faster by then, one series' step stays within its history's noise (seen
     # beside a load that came and went: +4.6% on 2.6% noise). Whichever series shows it is
-    # confirmed and bisected, and each one found must name the exact commit.
+    # confirmed and bisected. A bisection may say it cannot tell (two runs a commit against a 10%
+    # step on a busy runner: see the README's measurement); one that names a commit must name
+    # SLOW, and at least one does.
     new = [a for a in report["alerts"] if a["kind"] == "regression" and a["series"]["metric"] == "time"
            and a["state"] == "new"]
     assert new and {a["series"]["params"]["variant"] for a in new} <= {"baseline", "optimized"}, _told(report)
+    named = [a for a in new if a["culprit"] is not None]
+    assert named, [a["bisection"] for a in new]
     for alert in new:
         _bisected(alert, hashes)
 
 
 def _bisected(alert: dict, hashes: list[str]) -> None:
-    # the first measured commit at the new level, and the commit that made the step
-    told = (hashes.index(alert["commit"]["hash"]), alert["series"]["params"], alert["bisection"])
-    assert alert["commit"]["hash"] == hashes[LAST], told
-    assert alert["culprit"]["hash"] == hashes[SLOW], told
-    assert alert["culprit"]["subject"] == "Validate twice over, by mistake" and alert["culprit"]["author"] == "Team"
     # the range halved: at most 3 of the 6 commits between measured, each twice (a third time
     # where its side was too near the middle to tell)
     steps = alert["bisection"]["steps"]
     commits = {s["commit"] for s in steps}
     assert 1 <= len(commits) <= 3 and all(sum(s["commit"] == c for s in steps) <= 3 for c in commits), steps
     assert alert["bisection"]["skipped"] == [] and alert["bisection"]["reference"] == hashes[LAST]
+    if alert["culprit"] is None:  # the range it could not tell apart holds SLOW
+        first, last = hashes.index(alert["bisection"]["first"]), hashes.index(alert["bisection"]["last"])
+        assert first <= SLOW <= last, alert["bisection"]
+        return
+    # the commit that made the step, and the alert at the first measured commit at the new level
+    told = (hashes.index(alert["commit"]["hash"]), alert["series"]["params"], alert["bisection"])
+    assert alert["culprit"]["hash"] == hashes[SLOW], told
+    assert alert["commit"]["hash"] == hashes[LAST], told
+    assert alert["culprit"]["subject"] == "Validate twice over, by mistake" and alert["culprit"]["author"] == "Team"
