@@ -79,9 +79,8 @@ def _told(report: dict) -> str:
         f"{ {k: (a['confirmation'] or {}).get(k) for k in shown} }" for a in report["alerts"])
 
 
-def _optimized(report: dict) -> list[dict]:
-    return [a for a in report["alerts"] if a["kind"] == "regression" and a["series"]["metric"] == "time"
-            and a["series"]["params"].get("variant") == "optimized"]
+def _time_regressions(report: dict) -> list[dict]:
+    return [a for a in report["alerts"] if a["kind"] == "regression" and a["series"]["metric"] == "time"]
 
 
 @pytest.fixture(scope="module")
@@ -114,24 +113,32 @@ def nights(tmp_path_factory):
 
 
 def test_the_check_flags_the_regression_the_night_it_lands_and_names_it(nights):
+    # Both variants call the slowed function: both time series step at SLOW. The history's first
+    # fourteen points come from one `history` run and each night's from a run of its own, and the
+    # machine drifts between runs (in one CI run the SLOW night read 4-5% above the points before
+    # it where the commits measured side by side read 10%): the night it lands, at least one
+    # series is suspected, confirmed and flagged; a series whose step stayed within its noise that
+    # night is flagged the night after, naming the same commit.
+    flagged = set()
     for night, check in nights["checks"].items():
         assert check.returncode in (0, 1), check.stdout + check.stderr[-3000:]
         report = json.loads(check.stdout)
-        found = _optimized(report)
+        found = _time_regressions(report)
         if night < SLOW:
             assert check.returncode == 0 and not [a for a in found if a["state"] == "new"], (night, _told(report))
             continue
         if night == SLOW:
             new = [a for a in found if a["state"] == "new"]
-            assert check.returncode == 1 and len(new) == 1, _told(report)
-            (alert,) = new
-            assert alert["commit"]["hash"] == nights["hashes"][SLOW]
-            assert alert["commit"]["subject"] == "Validate twice over, by mistake"
-            assert alert["confirmation"]["outcome"] == "confirmed", alert["confirmation"]
-            assert alert["confirmation"]["low"] > 1.0 and alert["confirmation"]["p_value"] < 0.05
+            assert check.returncode == 1 and new, _told(report)
+            for alert in new:
+                assert alert["commit"]["hash"] == nights["hashes"][SLOW]
+                assert alert["commit"]["subject"] == "Validate twice over, by mistake"
+                assert alert["confirmation"]["outcome"] == "confirmed", alert["confirmation"]
+                assert alert["confirmation"]["low"] > 1.0 and alert["confirmation"]["p_value"] < 0.05
+            flagged = {a["series"]["params"]["variant"] for a in new}
         else:  # the night after: open, not new; a series confirmed only tonight names the same commit
             late = [a for a in report["alerts"] if a["state"] == "new"]
-            assert [a["state"] for a in found] == ["open"], _told(report)
+            assert {a["series"]["params"]["variant"] for a in found if a["state"] == "open"} == flagged, _told(report)
             assert all(a["commit"]["hash"] == nights["hashes"][SLOW] for a in late), _told(report)
             assert check.returncode == (1 if any(a["kind"] == "regression" for a in late) else 0), _told(report)
 
@@ -161,8 +168,7 @@ def test_a_range_measured_every_4th_commit_is_bisected_to_the_exact_commit(night
     # confirmed and bisected. A bisection may say it cannot tell (two runs a commit against a 10%
     # step on a busy runner: see the README's measurement); one that names a commit must name
     # SLOW, and at least one does.
-    new = [a for a in report["alerts"] if a["kind"] == "regression" and a["series"]["metric"] == "time"
-           and a["state"] == "new"]
+    new = [a for a in _time_regressions(report) if a["state"] == "new"]
     assert new and {a["series"]["params"]["variant"] for a in new} <= {"baseline", "optimized"}, _told(report)
     named = [a for a in new if a["culprit"] is not None]
     assert named, [a["bisection"] for a in new]
