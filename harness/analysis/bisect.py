@@ -143,7 +143,8 @@ def locate(session: Session, alert: Alert, bench: Bench, *, tries: int = TRIES, 
         commits, found = [newer], Bisection(newer, newer, newer)
     else:
         commits = between(bench.repo, bench.branch, older, newer)
-        found = bisect(beside(bench, target, newer, levels(alert)[1]), commits, *levels(alert), tries=tries, runs=runs)
+        before, after = levels(alert)
+        found = bisect(beside(bench, target, newer, after), commits, before, after, tries=tries, runs=runs)
     alert.bisection = {"between": len(commits), "first": found.first, "last": found.last, "levels": list(levels(alert)),
                        "reference": newer,
                        "steps": [{"commit": s.commit, "value": s.value if s.value is None or math.isfinite(s.value)
