@@ -17,7 +17,10 @@ withdrawn, else raised. With `--bisect` (as `check --bisect`), a confirmed step 
 by `proofbench.analysis.bisect.bisect` among the commits between the two compared, fresh runs
 of each commit read beside a fresh run of the newer one as `bisect.locate` takes them (the
 noise models have no drift between runs for that pairing to cancel, only the reference's own
-noise to add), the levels the medians of the confirmation's rounds; the table shows both.
+noise to add), the levels the medians of the confirmation's rounds and the spread of their
+ratios that of one value (`bisect.rounds_spread`); where it cannot tell, the alert stays where
+the history placed it, or goes to the range's last commit where that place lies outside the
+range; the table shows both.
 
 Suites per noise model (seed SEED, apart from the detector's tuning seeds): histories that
 end 10 commits after one 10% regression (after 20-80 commits), the same with 5%, and
@@ -90,7 +93,7 @@ def simulate(history: synth.History, rounds: int, alpha: float, confirm: bool = 
             first, last = commits(cp.index, night)
             got, decision = remeasure(cp, first, last)
             if decision.outcome is Outcome.CONFIRMED:
-                index = _culprit(history, first, last, got, rng) if bisect else cp.index
+                index = _culprit(history, first, last, got, rng, cp.index) if bisect else cp.index
                 tracker.accept(replace(cp, index=index))
                 alerts.append((night, index, cp.direction, True))
             elif decision.outcome is Outcome.DROPPED:
@@ -98,16 +101,20 @@ def simulate(history: synth.History, rounds: int, alpha: float, confirm: bool = 
     return Night(history, tuple(alerts), len(used), sum(used))
 
 
-def _culprit(history: synth.History, first: int, last: int, got: Rounds, rng: np.random.Generator) -> int:
+def _culprit(history: synth.History, first: int, last: int, got: Rounds, rng: np.random.Generator, placed: int) -> int:
     # the first commit at the new level among first+1..last, bisected on fresh runs, each read as
     # its ratio to a fresh run of `last` times the new level, as `bisect.beside` reads commits
-    # (last if it cannot tell)
+    # (where it cannot tell: where the history `placed` it, or the range's last commit where that
+    # lies outside the range it gives, as `bisect.locate` places it)
     levels = float(np.median(got.before)), float(np.median(got.after))
 
     def measure(c: int) -> float:
         return float(np.median(synth.run(history, int(c), rng)) / np.median(synth.run(history, last, rng))) * levels[1]
-    found = bisection.bisect(measure, list(range(first + 1, last + 1)), *levels, runs=bisection.RUNS)
-    return last if found.culprit is None else int(found.culprit)
+    found = bisection.bisect(measure, list(range(first + 1, last + 1)), *levels, runs=bisection.RUNS,
+                             spread=bisection.rounds_spread(got.before, got.after))
+    if found.culprit is not None:
+        return int(found.culprit)
+    return placed if int(found.first) <= placed <= int(found.last) else int(found.last)
 
 
 def _batch(history: synth.History, first: int, last: int, rounds: int, rng: np.random.Generator,

@@ -3,15 +3,18 @@
 The step is known from the history or from its re-measurement: its level before (`before`) and
 after (`after`), and a commit on either side (`span`). The commits between are measured one at a
 time, halving the range each time, each in one round with the commit known to be at the new level
-and read as its ratio to it (`beside`): each commit `runs` times (`locate` takes `RUNS`, 2: one
-run of a process can read a few percent off, and one value on the wrong side sends the search
-into the wrong half for good), and set on the side whose level the median of its values is
-nearer to (on a log scale, as steps and noise are relative). A median too near the middle of the
-step to tell earns more measurements (up to `tries` - 1 more); if it still cannot be told the
-bisection stops and says which commits the step lies among. A commit that does not build or
-fails is skipped, said so, and its neighbour measured instead, as `git bisect skip` does.
-(asv's own `find` bisects too, but over the mean of every parameter set, with one measurement
-per commit and no way to say "cannot tell": a noisy value there silently picks the wrong half.)
+and read as its ratio to it (`beside`). A commit's side is told from its values as they come
+(`tell`): where the re-measurement's paired rounds say how far one value may stray (`spread`), by
+a sequential probability ratio test between the two levels, stopping once the odds of the side
+reach 99 to 1, so a commit whose values lie near a level is measured `runs` times (`locate` takes
+`RUNS`, 2: one run of a process can read a few percent off, and one value on the wrong side sends
+the search into the wrong half for good) and an ambiguous one more often, up to `tries` - 1 more;
+where nothing says how far values stray, by the side of their median, unless too near the middle
+of the step. A commit still not told stops the bisection, which says which commits the step lies
+among. A commit that does not build or fails is skipped, said so, and its neighbour measured
+instead, as `git bisect skip` does. (asv's own `find` bisects too, but over the mean of every
+parameter set, with one measurement per commit and no way to say "cannot tell": a noisy value
+there silently picks the wrong half.)
 """
 from __future__ import annotations
 
@@ -31,9 +34,10 @@ from proofbench.db.alerts import Alert
 from proofbench.db.models import Commit, Result
 from proofbench.pipeline.remeasure import Bench, Target, between
 
-TRIES = 2
+TRIES = 9  # up to tries - 1 measurements of a commit beyond `runs` while its side cannot be told
 RUNS = 2  # measurements of each commit before its side is decided, by `locate`
-UNSURE = 0.25  # a value within this share of the step's (log) size of its middle cannot be told
+UNSURE = 0.25  # without a spread, a median within this share of the step's (log) size of its middle cannot be told
+WRONG = 0.01  # with a spread, a side is told once the odds against it are this low
 
 
 class Side(enum.Enum):
@@ -78,12 +82,38 @@ def side(value: float | None, before: float, after: float) -> Side:
     return Side.AFTER if abs(v - hi) < abs(v - lo) else Side.BEFORE
 
 
+def tell(values: Sequence[float], before: float, after: float, spread: float | None) -> Side:
+    """The side of a commit measured as `values` (finite, positive). With `spread` (the standard
+    deviation of one value's log), a sequential probability ratio test between the two levels:
+    each value pulls towards the level it is nearer by its distance from the middle (at most a
+    step's size: a burst of other work weighs no more than twice a value at a level), and the
+    side is told once the odds reach (1 - WRONG) / WRONG. Without, the side of the values' median (`side`)."""
+    if spread is None or not spread > 0:
+        return side(math.exp(statistics.median(math.log(v) for v in values)), before, after)
+    lo, hi = math.log(before), math.log(after)
+    middle, size = (lo + hi) / 2, hi - lo
+    pull = sum(max(-abs(size), min(abs(size), math.log(v) - middle)) for v in values) * size / spread ** 2
+    bound = math.log((1 - WRONG) / WRONG)
+    return Side.AFTER if pull >= bound else Side.BEFORE if pull <= -bound else Side.UNSURE
+
+
+def rounds_spread(before_rounds: Sequence[float | None], after_rounds: Sequence[float | None]) -> float | None:
+    """How far one value read beside the reference may stray (the standard deviation of a log):
+    that of the log ratios of a re-measurement's paired rounds (`before_rounds[i]` beside
+    `after_rounds[i]`); None with fewer than three pairs. Six rounds may read it low: `bisect`
+    takes the spread its own repeated values show where that is larger."""
+    logs = [math.log(a / b) for b, a in zip(before_rounds, after_rounds)
+            if b is not None and a is not None and b > 0 and a > 0 and math.isfinite(a / b)]
+    return statistics.stdev(logs) if len(logs) >= 3 else None
+
+
 def bisect(measure: Callable[[str], float | None], commits: Sequence[str], before: float, after: float, *,
-           tries: int = TRIES, runs: int = 1) -> Bisection:
+           spread: float | None = None, tries: int = TRIES, runs: int = 1) -> Bisection:
     """Find the first commit of `commits` at the `after` level. `commits` are in history order;
     the last one is known to be at the new level (the step lies after the commit before the
     first, which is known to be at the old level). `measure(commit)` runs it once; each commit
-    is measured `runs` times, and up to `tries` - 1 times more while too near the middle."""
+    is measured `runs` times, and up to `tries` - 1 times more while its side cannot be told
+    (`tell`, with `spread`, or the spread the bisection's own repeated values show where larger)."""
     if not commits:
         raise ValueError("bisect needs at least one commit")
     good, bad = -1, len(commits) - 1  # indexes: last known before, first known after
@@ -91,7 +121,8 @@ def bisect(measure: Callable[[str], float | None], commits: Sequence[str], befor
     skipped: list[str] = []
     while bad - good > 1:
         mid = (good + bad) // 2
-        found = _measure_near(measure, commits, mid, good, bad, before, after, (runs, tries), steps, skipped)
+        found = _measure_near(measure, commits, (mid, good, bad), (before, after, spread), (runs, tries), steps,
+                              skipped)
         if found is None:  # nothing between could be told: stop with the range
             return Bisection(None, commits[good + 1], commits[bad], tuple(steps), tuple(skipped))
         index, where = found
@@ -99,10 +130,9 @@ def bisect(measure: Callable[[str], float | None], commits: Sequence[str], befor
     return Bisection(commits[bad], commits[bad], commits[bad], tuple(steps), tuple(skipped))
 
 
-def _measure_near(measure, commits, mid, good, bad, before, after, counts, steps, skipped):
-    # The mid commit, or the nearest one that builds; its side (of the median of its values)
-    # once it can be told.
-    runs, tries = counts
+def _measure_near(measure, commits, where, step, counts, steps, skipped):
+    # The mid commit, or the nearest one that builds; its side once it can be told.
+    (mid, good, bad), (before, after, spread), (runs, tries) = where, step, counts
     for index in _outwards(mid, good, bad):
         values: list[float] = []
         for _ in range(runs + tries - 1):
@@ -112,13 +142,26 @@ def _measure_near(measure, commits, mid, good, bad, before, after, counts, steps
                 skipped.append(commits[index])
                 break
             values.append(value)
-            where = side(math.exp(statistics.median(math.log(v) for v in values)), before, after)
-            steps.append(Step(commits[index], value, where))
-            if len(values) >= runs and where is not Side.UNSURE:
-                return index, where
+            seen = _within([*steps, Step(commits[index], value, Side.UNSURE)])
+            told = tell(values, before, after, spread if seen is None or spread is None else max(spread, seen))
+            steps.append(Step(commits[index], value, told))
+            if len(values) >= runs and told is not Side.UNSURE:
+                return index, told
         else:
-            return None  # measured as often as allowed and still too near the middle to tell
+            return None  # measured as often as allowed and still not told
     return None
+
+
+def _within(steps: Sequence[Step]) -> float | None:
+    # the spread of repeated values of one commit about their mean (log scale), pooled over commits
+    logs: dict[str, list[float]] = {}
+    for s in steps:
+        if s.side is not Side.FAILED:
+            logs.setdefault(s.commit, []).append(math.log(s.value))
+    df = sum(len(v) - 1 for v in logs.values())
+    if df < 1:
+        return None
+    return math.sqrt(sum(sum((x - statistics.fmean(v)) ** 2 for x in v) for v in logs.values()) / df)
 
 
 def _outwards(mid: int, good: int, bad: int) -> list[int]:
@@ -144,18 +187,28 @@ def locate(session: Session, alert: Alert, bench: Bench, *, tries: int = TRIES, 
     else:
         commits = between(bench.repo, bench.branch, older, newer)
         before, after = levels(alert)
-        found = bisect(beside(bench, target, newer, after), commits, before, after, tries=tries, runs=runs)
+        found = bisect(beside(bench, target, newer, after), commits, before, after, spread=_spread(alert), tries=tries,
+                       runs=runs)
     alert.bisection = {"between": len(commits), "first": found.first, "last": found.last, "levels": list(levels(alert)),
-                       "reference": newer,
+                       "spread": _spread(alert), "reference": newer,
                        "steps": [{"commit": s.commit, "value": s.value if s.value is None or math.isfinite(s.value)
                                   else None, "side": s.side.value} for s in found.steps],
                        "skipped": list(found.skipped), "seconds": round(time.monotonic() - started, 3)}
     alert.culprit = _commit(session, bench, found.culprit) if found.culprit else None
-    if found.culprit and older is not None:
-        moved = _replace(session, alert, [older, *commits], found.culprit)
+    place = found.culprit or _bound(alert.commit.hash, commits, found)
+    if place and older is not None:
+        moved = _replace(session, alert, [older, *commits], place)
         if moved:
             alert.bisection = {**alert.bisection, "moved_from": moved}
     return found
+
+
+def _bound(placed: str, commits: Sequence[str], found: Bisection) -> str | None:
+    """Where an alert goes when its bisection could not tell which of `found.first`..`last` made
+    the step: at `last` (the first commit it knows at the new level) where the history had
+    placed it outside that range, which the bisection showed holds the step; else nowhere new."""
+    inside = commits[commits.index(found.first):commits.index(found.last) + 1]
+    return None if placed in inside else found.last
 
 
 def _replace(session: Session, alert: Alert, commits: list[str], culprit: str) -> str | None:
@@ -224,6 +277,12 @@ def levels(alert: Alert) -> tuple[float, float]:
     if before and after:
         return float(statistics.median(before)), float(statistics.median(after))
     return alert.before, alert.after
+
+
+def _spread(alert: Alert) -> float | None:
+    # how far a value read beside the reference may stray, from the re-measurement's paired rounds
+    c = alert.confirmation or {}
+    return rounds_spread(c.get("before_rounds") or (), c.get("after_rounds") or ())
 
 
 def _commit(session: Session, bench: Bench, commit: str) -> Commit:

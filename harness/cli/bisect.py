@@ -11,8 +11,8 @@ def add_parser(sub) -> None:
     parser = sub.add_parser("bisect", help="measure the commits an alert's step lies among until its first bad "
                             "commit is known")
     parser.add_argument("id", type=int, help="the alert's id (proofbench alerts list)")
-    parser.add_argument("--tries", type=int, default=2, help="measurements of a commit too near the step's middle "
-                        "to tell (default 2)")
+    parser.add_argument("--tries", type=int, default=9, help="measurements of a commit beyond the first two while "
+                        "its side cannot be told (the side's odds short of 99 to 1; default 9: up to 10 runs)")
     parser.add_argument("--profile", default=None, help="the profile the commits are measured with")
     add_db_option(parser)
     parser.set_defaults(handler=handle)
