@@ -29,7 +29,8 @@ arrives. Reported: the share of 10% regressions flagged on night 1 or 2, of 5% r
 within 3 nights, false alerts per 100 nightly runs (an alert that matches no true step within
 2 commits, or matches one already flagged; every night of every history counts as a run),
 re-measurements per 100 nights and their paired rounds on average (their cost); beside, the same
-tracker without re-measurement (history alone).
+tracker without re-measurement (history alone); and how the bisections over a true step went
+(named its commit, named a wrong one, could not tell).
 """
 from __future__ import annotations
 
@@ -65,6 +66,7 @@ class Night:
     alerts: tuple[tuple[int, int, int, bool], ...]
     remeasured: int
     rounds: int = 0
+    bisected: tuple[str, ...] = ()  # each bisection over a true step: "named", "wrong" or "cannot tell"
 
 
 def simulate(history: synth.History, rounds: int, alpha: float, confirm: bool = True,
@@ -73,7 +75,7 @@ def simulate(history: synth.History, rounds: int, alpha: float, confirm: bool = 
     confirmed ones by bisection when `bisect`)."""
     rng = np.random.default_rng([SEED, zlib.crc32(history.name.encode())])
     tracker = Tracker()
-    alerts, used = [], []  # used: the paired rounds of each re-measurement
+    alerts, used, bisected = [], [], []  # used: the paired rounds of each re-measurement
 
     def remeasure(cp, first: int, last: int):
         got, decision = looks(partial(_batch, history, first, last, rounds, rng), cp, min_step=tracker.min_step,
@@ -93,15 +95,16 @@ def simulate(history: synth.History, rounds: int, alpha: float, confirm: bool = 
             first, last = commits(cp.index, night)
             got, decision = remeasure(cp, first, last)
             if decision.outcome is Outcome.CONFIRMED:
-                index = _culprit(history, first, last, got, rng, cp.index) if bisect else cp.index
+                index = _culprit(history, first, last, got, rng, cp.index, bisected) if bisect else cp.index
                 tracker.accept(replace(cp, index=index))
                 alerts.append((night, index, cp.direction, True))
             elif decision.outcome is Outcome.DROPPED:
                 tracker.reject(cp, first, last)
-    return Night(history, tuple(alerts), len(used), sum(used))
+    return Night(history, tuple(alerts), len(used), sum(used), tuple(bisected))
 
 
-def _culprit(history: synth.History, first: int, last: int, got: Rounds, rng: np.random.Generator, placed: int) -> int:
+def _culprit(history: synth.History, first: int, last: int, got: Rounds, rng: np.random.Generator, placed: int,
+             bisected: list[str]) -> int:
     # the first commit at the new level among first+1..last, bisected on fresh runs, each read as
     # its ratio to a fresh run of `last` times the new level, as `bisect.beside` reads commits
     # (where it cannot tell: where the history `placed` it, or the range's last commit where that
@@ -112,6 +115,10 @@ def _culprit(history: synth.History, first: int, last: int, got: Rounds, rng: np
         return float(np.median(synth.run(history, int(c), rng)) / np.median(synth.run(history, last, rng))) * levels[1]
     found = bisection.bisect(measure, list(range(first + 1, last + 1)), *levels, runs=bisection.RUNS,
                              spread=bisection.rounds_spread(got.before, got.after))
+    truth = [s.index for s in history.steps if first < s.index <= last]
+    if truth:  # how it went, where the range holds a true step
+        bisected.append("cannot tell" if found.culprit is None else "named" if int(found.culprit) == truth[0]
+                        else "wrong")
     if found.culprit is not None:
         return int(found.culprit)
     return placed if int(found.first) <= placed <= int(found.last) else int(found.last)
@@ -148,7 +155,7 @@ def suites(per_model: int, models: tuple[str, ...]) -> list[synth.History]:
     return [h for h in out if "regression" in h.name or not h.steps]
 
 
-def summarise(nights: list[Night]) -> dict[str, float]:
+def summarise(nights: list[Night]) -> dict:
     """The figures of one noise model."""
     ten, five, false, runs, remeasured, used = [], [], 0, 0, 0, 0
     for n in nights:
@@ -159,10 +166,13 @@ def summarise(nights: list[Night]) -> dict[str, float]:
             (ten if step.size == 0.10 else five).append(hit.get(j, math.inf))
     share = lambda xs, k: sum(x <= k for x in xs) / len(xs) if xs else math.nan  # noqa: E731
     return {"flagged_10pct_by_night_2": share(ten, 2), "flagged_5pct_by_night_3": share(five, 3),
-            "flagged_10pct_by_night_5": share(ten, 5), "median_nights_10pct": float(np.median(ten)) if ten else math.nan,
+            "flagged_10pct_by_night_5": share(ten, 5),
+            "median_nights_10pct": float(np.median(ten)) if ten else math.nan,
             "false_alerts_per_100_nights": 100 * false / runs, "remeasured_per_100_nights": 100 * remeasured / runs,
             "rounds_per_remeasurement": used / remeasured if remeasured else math.nan,
-            "regressions_10pct": len(ten), "regressions_5pct": len(five), "nights": runs}
+            "regressions_10pct": len(ten), "regressions_5pct": len(five), "nights": runs,
+            "bisections": {k: sum(b == k for n in nights for b in n.bisected)
+                           for k in ("named", "wrong", "cannot tell")}}
 
 
 def _fmt(x: float, scale: float = 100.0, digits: int = 1) -> str:
@@ -205,6 +215,9 @@ def main(argv: list[str] | None = None) -> None:
                   f"{_fmt(s['false_alerts_per_100_nights'], 1, 2):>8}{_fmt(s['remeasured_per_100_nights'], 1, 1):>12}"
                   f"{_fmt(s['rounds_per_remeasurement'], 1, 1):>7}")
         print()
+    b = out["--bisect"]["all"]["bisections"]
+    print(f"bisections over a true step: {sum(b.values())}; named its commit {b['named']}, a wrong commit "
+          f"{b['wrong']}, could not tell {b['cannot tell']}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(_finite(out), f, indent=1)
