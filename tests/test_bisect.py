@@ -175,8 +175,9 @@ def test_against_noise_near_half_the_step_it_names_a_wrong_commit_far_less_often
 
 
 def test_a_range_it_could_not_narrow_moves_an_alert_the_history_placed_outside_it():
-    from proofbench.analysis.bisect import Bisection, _bound
+    from proofbench.analysis.bisect import Bisection, settle
 
     could_not_tell = Bisection(None, "c05", "c07")
-    assert _bound("c03", COMMITS, could_not_tell) == "c07"  # c04 was measured at the old level
-    assert _bound("c06", COMMITS, could_not_tell) is None  # inside the range: it stays
+    assert settle(could_not_tell, "c03", COMMITS) == "c07"  # c04 was measured at the old level
+    assert settle(could_not_tell, "c06", COMMITS) is None  # inside the range: it stays
+    assert settle(Bisection("c06", "c06", "c06"), "c03", COMMITS) == "c06"  # a culprit: there

@@ -107,21 +107,20 @@ def _culprit(history: synth.History, first: int, last: int, got: Rounds, rng: np
              bisected: list[str]) -> int:
     # the first commit at the new level among first+1..last, bisected on fresh runs, each read as
     # its ratio to a fresh run of `last` times the new level, as `bisect.beside` reads commits
-    # (where it cannot tell: where the history `placed` it, or the range's last commit where that
-    # lies outside the range it gives, as `bisect.locate` places it)
+    # (where it cannot tell, `bisect.settle` places it, as `bisect.locate` does)
     levels = float(np.median(got.before)), float(np.median(got.after))
 
     def measure(c: int) -> float:
         return float(np.median(synth.run(history, int(c), rng)) / np.median(synth.run(history, last, rng))) * levels[1]
-    found = bisection.bisect(measure, list(range(first + 1, last + 1)), *levels, runs=bisection.RUNS,
+    commits = list(range(first + 1, last + 1))
+    found = bisection.bisect(measure, commits, *levels, runs=bisection.RUNS,
                              spread=bisection.rounds_spread(got.before, got.after))
     truth = [s.index for s in history.steps if first < s.index <= last]
     if truth:  # how it went, where the range holds a true step
         bisected.append("cannot tell" if found.culprit is None else "named" if int(found.culprit) == truth[0]
                         else "wrong")
-    if found.culprit is not None:
-        return int(found.culprit)
-    return placed if int(found.first) <= placed <= int(found.last) else int(found.last)
+    to = bisection.settle(found, placed, commits)
+    return placed if to is None else int(to)
 
 
 def _batch(history: synth.History, first: int, last: int, rounds: int, rng: np.random.Generator,

@@ -182,20 +182,20 @@ def locate(session: Session, alert: Alert, bench: Bench, *, tries: int = TRIES, 
     target = Target.of(alert.benchmark.name, alert.params_key)
     started = time.monotonic()
     older, newer = span(alert)
+    (before, after), spread = levels(alert), _spread(alert)
     if older is None:  # nothing measured before it: the alert's commit is the first bad one
         commits, found = [newer], Bisection(newer, newer, newer)
     else:
         commits = between(bench.repo, bench.branch, older, newer)
-        before, after = levels(alert)
-        found = bisect(beside(bench, target, newer, after), commits, before, after, spread=_spread(alert), tries=tries,
+        found = bisect(beside(bench, target, newer, after), commits, before, after, spread=spread, tries=tries,
                        runs=runs)
-    alert.bisection = {"between": len(commits), "first": found.first, "last": found.last, "levels": list(levels(alert)),
-                       "spread": _spread(alert), "reference": newer,
+    alert.bisection = {"between": len(commits), "first": found.first, "last": found.last, "levels": [before, after],
+                       "spread": spread, "reference": newer,
                        "steps": [{"commit": s.commit, "value": s.value if s.value is None or math.isfinite(s.value)
                                   else None, "side": s.side.value} for s in found.steps],
                        "skipped": list(found.skipped), "seconds": round(time.monotonic() - started, 3)}
     alert.culprit = _commit(session, bench, found.culprit) if found.culprit else None
-    place = found.culprit or _bound(alert.commit.hash, commits, found)
+    place = settle(found, alert.commit.hash, commits)
     if place and older is not None:
         moved = _replace(session, alert, [older, *commits], place)
         if moved:
@@ -203,10 +203,13 @@ def locate(session: Session, alert: Alert, bench: Bench, *, tries: int = TRIES, 
     return found
 
 
-def _bound(placed: str, commits: Sequence[str], found: Bisection) -> str | None:
-    """Where an alert goes when its bisection could not tell which of `found.first`..`last` made
-    the step: at `last` (the first commit it knows at the new level) where the history had
-    placed it outside that range, which the bisection showed holds the step; else nowhere new."""
+def settle(found: Bisection, placed: str, commits: Sequence[str]) -> str | None:
+    """Where an alert the history `placed` goes after bisecting `commits` found `found`: at the
+    culprit; where it could not tell which of `found.first`..`last` made the step, at `last`
+    (the first commit it knows at the new level) when `placed` lies outside that range, which
+    the bisection showed holds the step; None: it stays."""
+    if found.culprit is not None:
+        return found.culprit
     inside = commits[commits.index(found.first):commits.index(found.last) + 1]
     return None if placed in inside else found.last
 
