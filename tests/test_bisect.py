@@ -136,8 +136,10 @@ def test_with_the_rounds_spread_a_side_is_told_once_its_odds_reach_99_to_1():
     assert tell([1.0], 1.0, 1.1, 0.04) is Side.UNSURE
     assert tell([1.0, 1.0], 1.0, 1.1, 0.04) is Side.BEFORE and tell([1.1, 1.1], 1.0, 1.1, 0.04) is Side.AFTER
     assert tell([1.0, 1.1], 1.0, 1.1, 0.04) is Side.UNSURE
-    # a value far beyond a level weighs as one a step from the middle: with one at the other level, open
-    assert tell([3.0, 1.0], 1.0, 1.1, 0.04) is Side.UNSURE
+    # a value more than a step beyond both levels is evidence of neither (in CI the slow commit
+    # read 0.58 and 0.64 of the old level beside the reference, and was put before the step)
+    assert tell([3.0, 1.0], 1.0, 1.1, 0.04) is Side.UNSURE and tell([0.58, 0.64], 1.0, 1.1, 0.04) is Side.UNSURE
+    assert tell([0.58, 0.64, 1.0, 1.0], 1.0, 1.1, 0.04) is Side.BEFORE
     assert tell([0.9, 0.9], 1.0, 0.9, 0.04) is Side.AFTER  # a step down
     assert tell([1.0, 1.0], 1.0, 1.1, None) is Side.BEFORE  # no spread known: the median's side
 

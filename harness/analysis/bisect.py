@@ -85,14 +85,17 @@ def side(value: float | None, before: float, after: float) -> Side:
 def tell(values: Sequence[float], before: float, after: float, spread: float | None) -> Side:
     """The side of a commit measured as `values` (finite, positive). With `spread` (the standard
     deviation of one value's log), a sequential probability ratio test between the two levels:
-    each value pulls towards the level it is nearer by its distance from the middle (at most a
-    step's size: a burst of other work weighs no more than twice a value at a level), and the
-    side is told once the odds reach (1 - WRONG) / WRONG. Without, the side of the values' median (`side`)."""
+    each value pulls towards the level it is nearer by its distance from the middle, but one more
+    than a step beyond either level (a burst of other work in one of the round's two runs) pulls
+    nowhere, and the side is told once the odds reach (1 - WRONG) / WRONG. Without, the side of
+    the values' median (`side`)."""
     if spread is None or not spread > 0:
         return side(math.exp(statistics.median(math.log(v) for v in values)), before, after)
     lo, hi = math.log(before), math.log(after)
     middle, size = (lo + hi) / 2, hi - lo
-    pull = sum(max(-abs(size), min(abs(size), math.log(v) - middle)) for v in values) * size / spread ** 2
+    # a value more than a step beyond both levels is neither level's: it pulls nowhere
+    kept = [d for d in (math.log(v) - middle for v in values) if abs(d) <= 1.5 * abs(size)]
+    pull = sum(kept) * size / spread ** 2
     bound = math.log((1 - WRONG) / WRONG)
     return Side.AFTER if pull >= bound else Side.BEFORE if pull <= -bound else Side.UNSURE
 
