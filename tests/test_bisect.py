@@ -1,6 +1,9 @@
 """Bisection to the first commit at a step's new level, with fake measurements."""
 from __future__ import annotations
 
+import math
+import statistics
+
 import numpy as np
 import pytest
 
@@ -150,6 +153,17 @@ def test_the_spread_is_that_of_the_paired_rounds_log_ratios():
     after = 1.1 * before * np.exp(rng.normal(0, 0.03, 200))  # the rounds' ratios stray 3%
     assert 0.027 < rounds_spread(before, after) < 0.033
     assert rounds_spread([1.0, None, 1.0], [1.1, 1.1, None]) is None  # fewer than three pairs
+
+
+def test_one_wild_round_does_not_set_the_spread():
+    # in a CI run one of six rounds read far off the others: the standard deviation of all six
+    # was 21%, so bisection could not tell a commit whose values lay within 2% of a level
+    after = [1.10, 1.12, 1.09, 1.11, 1.60, 1.10]
+    assert statistics.stdev(math.log(a) for a in after) > 0.15
+    assert 0.008 < rounds_spread([1.0] * 6, after) < 0.015  # that of the other five
+    assert rounds_spread([1.0] * 6, [1.0, 1.02, 0.98, 1.03, 0.97, 1.01]) == pytest.approx(
+        statistics.stdev(math.log(a) for a in [1.0, 1.02, 0.98, 1.03, 0.97, 1.01]))  # none wild: all six
+    assert rounds_spread([1.0] * 3, [1.1, 1.1, 1.1]) == 0.0
 
 
 def _noisy(first_bad: int, sigma: float, rng):

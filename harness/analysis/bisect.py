@@ -33,11 +33,13 @@ from proofbench import git
 from proofbench.db.alerts import Alert
 from proofbench.db.models import Commit, Result
 from proofbench.pipeline.remeasure import Bench, Target, between
+from proofbench.stats import MAD_SD
 
 TRIES = 9  # up to tries - 1 measurements of a commit beyond `runs` while its side cannot be told
 RUNS = 2  # measurements of each commit before its side is decided, by `locate`
 UNSURE = 0.25  # without a spread, a median within this share of the step's (log) size of its middle cannot be told
 WRONG = 0.01  # with a spread, a side is told once the odds against it are this low
+WILD = 6.0  # a confirmation round this many robust standard deviations off the others' median is left out of the spread
 
 
 class Side(enum.Enum):
@@ -103,11 +105,18 @@ def tell(values: Sequence[float], before: float, after: float, spread: float | N
 def rounds_spread(before_rounds: Sequence[float | None], after_rounds: Sequence[float | None]) -> float | None:
     """How far one value read beside the reference may stray (the standard deviation of a log):
     that of the log ratios of a re-measurement's paired rounds (`before_rounds[i]` beside
-    `after_rounds[i]`); None with fewer than three pairs. Six rounds may read it low: `bisect`
-    takes the spread its own repeated values show where that is larger."""
+    `after_rounds[i]`), leaving out a ratio more than `WILD` robust standard deviations (the
+    median absolute deviation's) from their median: one round hit by a burst of other work would
+    otherwise set the spread for every value; None with fewer than three pairs. Six rounds may
+    read it low: `bisect` takes the spread its own repeated values show where that is larger."""
     logs = [math.log(a / b) for b, a in zip(before_rounds, after_rounds)
             if b is not None and a is not None and b > 0 and a > 0 and math.isfinite(a / b)]
-    return statistics.stdev(logs) if len(logs) >= 3 else None
+    if len(logs) < 3:
+        return None
+    centre = statistics.median(logs)
+    scale = MAD_SD * statistics.median(abs(x - centre) for x in logs)
+    kept = [x for x in logs if abs(x - centre) <= WILD * scale] if scale > 0 else logs
+    return statistics.stdev(kept) if len(kept) >= 3 else statistics.stdev(logs)
 
 
 def bisect(measure: Callable[[str], float | None], commits: Sequence[str], before: float, after: float, *,

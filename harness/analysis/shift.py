@@ -16,6 +16,7 @@ from asv.step_detect import get_mu_dist
 from scipy.special import comb, ndtr, ndtri, stdtr
 
 from proofbench.errors import InputError
+from proofbench.stats import MAD_SD
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ def prepare(values: Sequence[float | None], samples: Sequence[Sequence[float] | 
 
 def _noise_scale(y: np.ndarray, log: bool) -> float:
     d = np.diff(y) / math.sqrt(2)
-    mad = 1.4826 * median(np.abs(d))
+    mad = MAD_SD * median(np.abs(d))
     # Clipping at 3 sigma keeps 0.9973 of a normal's RMS.
     clipped = float(np.sqrt(np.mean(np.clip(d, -3 * mad, 3 * mad) ** 2))) / 0.9973
     # Floored at 0.01% of the level, so identical values do not make every wiggle a step.
@@ -133,13 +134,13 @@ def _design_effect(pooled: tuple[np.ndarray, ...], y: np.ndarray) -> float:
 
 
 def _run_mads(runs: list[np.ndarray]) -> np.ndarray:
-    # 1.4826 * MAD of every run at once: rows padded with NaN, which sorts last.
+    # MAD_SD * MAD of every run at once: rows padded with NaN, which sorts last.
     counts = np.array([len(s) for s in runs])
     table = np.full((len(runs), counts.max()), np.nan)
     for r, s in enumerate(runs):
         table[r, :len(s)] = s
     centre = _row_medians(table, counts)
-    return 1.4826 * _row_medians(np.abs(table - centre[:, None]), counts)
+    return MAD_SD * _row_medians(np.abs(table - centre[:, None]), counts)
 
 
 def _row_medians(table: np.ndarray, counts: np.ndarray) -> np.ndarray:
