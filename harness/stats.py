@@ -293,6 +293,7 @@ class Why(StrEnum):
     UNEQUAL_LOAD = "the two sides did not see like load"
     NOT_PAIRED = "baseline and variant measured in separate processes"
     PROCESSES_DISAGREE = "the processes disagreed beyond the run's variation between processes"
+    UNDECIDED = "the interval holds no difference and one beyond the precision"
 
 
 @dataclass(frozen=True)
@@ -374,7 +375,10 @@ def paired(rounds: Sequence[Round], precision: float = 0.05, min_rounds: int = M
 
     Inconclusive, with the reason, where fewer than `min_rounds` rounds are kept, where most
     rounds were left out for unequal load, or where the interval is wider than +- `precision`;
-    otherwise the interval decides: above 1 faster, below 1 slower, else no significant difference.
+    otherwise the interval decides: above 1 faster, below 1 slower, within +- `precision` of 1
+    no significant difference; one that holds 1 and reaches beyond that is inconclusive (it
+    holds no difference and one the precision would count: a busy run's [0.91, 1.00] beside
+    quiet runs' "slower" at 0.91-0.93 read "no significant difference" before).
     Rounds from several processes: see `round_ratio` (`between`: the run's pooled variation).
     """
     kept = [r for r in rounds if r.comparable(heavy)]
@@ -402,4 +406,6 @@ def _outcome(ratio: RoundRatio, rounds: int, kept: int, precision: float,
         return Difference.FASTER, Why.INTERVAL
     if ratio.high < 1.0:
         return Difference.SLOWER, Why.INTERVAL
+    if ratio.low < 1.0 / (1.0 + precision) or ratio.high > 1.0 + precision:
+        return Difference.INCONCLUSIVE, Why.UNDECIDED
     return Difference.NONE, Why.INTERVAL

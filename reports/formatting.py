@@ -169,6 +169,12 @@ def _half_width(estimate: float | None, low: float | None, high: float | None) -
     return f"±{max(estimate / low, high / estimate) - 1:.1%}"
 
 
+def _interval(low: float | None, high: float | None) -> str:
+    if _missing(low) or _missing(high):
+        return ""
+    return f"interval {low:.3f}-{high:.3f}"
+
+
 def undecided(why: str, estimate: float | None = None, low: float | None = None, high: float | None = None,
               rounds: tuple[int, int] | None = None) -> str:
     """Why a paired speedup decides nothing (`proofbench.stats.Why`), in a few words."""
@@ -182,6 +188,7 @@ def undecided(why: str, estimate: float | None = None, low: float | None = None,
         Why.NOT_PAIRED: lambda: "baseline and variant measured in separate processes, not in alternating rounds",
         Why.PROCESSES_DISAGREE: lambda: f"its processes disagreed beyond the run's variation between processes "
                                         f"({_half_width(estimate, low, high)} after {total} rounds)",
+        Why.UNDECIDED: lambda: f"cannot tell it from no difference ({_interval(low, high)} after {total} rounds)",
     }
     return words[why]() if why in words else str(why)
 

@@ -94,6 +94,28 @@ def test_a_quiet_machine_stops_once_the_interval_is_narrow_enough():
     assert measured.seconds < 2.0
 
 
+def test_rounds_go_on_while_the_interval_holds_1_and_a_difference_beyond_the_precision():
+    # a 3% speedup whose calls stray 12%: with these draws the first eight rounds give an
+    # interval within +-5% of its estimate that holds both 1 and 1.05, where rounds used to stop;
+    # they go on until it decides (here within +-5% of 1: no significant difference)
+    machine = Machine(lambda now, side: 0.0)
+    draws = iter(np.exp(np.random.default_rng(17).normal(0, 0.12, 100_000)))
+
+    def side(work: float) -> Side:
+        def run():
+            machine.now += work * next(draws)
+            return "x"
+        return Side(run)
+
+    plan = Plan(budget=60.0, precision=0.05, min_rounds=8, block=0.1)
+    measured = alternate(side(0.0206), side(0.02), plan, clock=machine.clock, load=machine.probe)
+    first = paired(measured.rounds[:8], plan.precision, plan.min_rounds)
+    assert first.ratio.half_width <= plan.precision and first.why is Why.UNDECIDED
+    s = paired(measured.rounds, plan.precision, plan.min_rounds)
+    assert len(measured.rounds) > 8 and (s.difference, s.why) == (Difference.NONE, Why.INTERVAL)
+    assert 1 / 1.05 <= s.low <= s.high <= 1.05
+
+
 def test_a_noisy_machine_spends_its_budget_and_says_so():
     rng = np.random.default_rng(0)
     noise = {}

@@ -171,6 +171,20 @@ def test_paired_outcome_is_one_of_four_words_with_its_reason(ratio, noise, word,
     assert str(s.difference) in ("faster", "slower", "no significant difference", "inconclusive")
 
 
+def test_an_interval_that_holds_1_and_reaches_beyond_the_precision_decides_nothing():
+    # a busy run read [0.91, 1.00] where quiet runs read "slower" at 0.91-0.93: within the
+    # precision of its own estimate, but it holds both no difference and a 9% slowdown
+    rng = np.random.default_rng(2)
+    logs = rng.normal(0, 1, 12)
+    logs = (logs - logs.mean()) / logs.std(ddof=1)  # exactly mean 0, sd 1
+    s = paired(_rounds(np.exp(math.log(0.955) + 0.075 * logs), np.ones(12)), precision=0.05)
+    assert s.low < 1 / 1.05 < 1 < s.high and s.ratio.half_width <= 0.05
+    assert (s.difference, s.why) == (Difference.INCONCLUSIVE, Why.UNDECIDED)
+    # the same spread about 1: within +-5% of 1, no significant difference
+    s = paired(_rounds(np.exp(0.075 * logs), np.ones(12)), precision=0.05)
+    assert 1 / 1.05 < s.low < 1 < s.high < 1.05 and (s.difference, s.why) == (Difference.NONE, Why.INTERVAL)
+
+
 def test_too_few_rounds_decide_nothing():
     s = paired(_rounds([2.0, 2.1, 1.9, 2.0], [1.0] * 4), min_rounds=6)
     assert (s.difference, s.why) == (Difference.INCONCLUSIVE, Why.TOO_FEW_ROUNDS)

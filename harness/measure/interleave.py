@@ -5,7 +5,8 @@ alternates from round to round, so a steady drift falls on both sides alike. Eac
 its calls, its seconds and the CPU that other processes used while it ran (`OtherLoad`), so a
 burst of load that hit one side and not the other can be left out afterwards. Rounds go on until
 the ratio's interval (`proofbench.stats.paired`, the same statistic the reports derive from the
-stored rounds) is within the plan's precision, or the budget is spent.
+stored rounds) is within the plan's precision and decides (it lies above 1, below 1, or within
+the precision of 1), or the budget is spent.
 
 The same loop serves a variant against its baseline (`proofbench.measure.bench`) and anything
 else that can be called in one process: two prepared workloads, two builds of a function.
@@ -18,7 +19,7 @@ from typing import Any, Callable
 
 from proofbench.measure.noise import OtherLoad
 from proofbench.measure.timer import sync_clock
-from proofbench.stats import MIN_ROUNDS, Block, Round, paired
+from proofbench.stats import MIN_ROUNDS, Block, Round, Why, paired
 
 Clock = Callable[[], float]
 LoadProbe = Callable[[], Any]  # a context manager factory whose result has `.cores` after exit
@@ -29,7 +30,8 @@ class Plan:
     """How long and how precisely to measure one pair.
 
     `budget`: seconds of rounds at most (the warm-up calls are not counted); `precision`: stop
-    once the ratio's 95% interval is within +- this fraction of its estimate; `min_rounds`: never
+    once the ratio's 95% interval is within +- this fraction of its estimate and, where it holds
+    1, within +- this fraction of 1; `min_rounds`: never
     stop before this many rounds are kept; `block`: the seconds one side's block aims at (at least
     one call); `max_rounds`: a bound for calls so fast that the budget alone would allow millions;
     `heavy`: other processes' load, in cores, above which a round is left out (None: none is);
@@ -121,7 +123,8 @@ def _done(rounds: list[Round], plan: Plan, spent: float) -> bool:
     if spent >= plan.budget or len(rounds) >= plan.max_rounds:
         return True
     summary = paired(rounds, plan.precision, plan.min_rounds, plan.heavy)
-    return summary.kept >= plan.min_rounds and summary.ratio.half_width <= plan.precision
+    return (summary.kept >= plan.min_rounds and summary.ratio.half_width <= plan.precision
+            and summary.why is not Why.UNDECIDED)
 
 
 def _warm(side: Side, clock: Clock) -> tuple[float, Any]:
