@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+from proofbench.reports.formatting import speedup_words
 from proofbench.stats import (
     MIN_ROUNDS,
     MIN_SAMPLES,
@@ -180,6 +181,8 @@ def test_an_interval_that_holds_1_and_reaches_beyond_the_precision_decides_nothi
     s = paired(_rounds(np.exp(math.log(0.955) + 0.075 * logs), np.ones(12)), precision=0.05)
     assert s.low < 1 / 1.05 < 1 < s.high and s.ratio.half_width <= 0.05
     assert (s.difference, s.why) == (Difference.INCONCLUSIVE, Why.UNDECIDED)
+    assert speedup_words(s) == f"inconclusive: cannot tell it from no difference (interval {s.low:.3f}-{s.high:.3f} " \
+        "after 12 rounds)"
     # the same spread about 1: within +-5% of 1, no significant difference
     s = paired(_rounds(np.exp(0.075 * logs), np.ones(12)), precision=0.05)
     assert 1 / 1.05 < s.low < 1 < s.high < 1.05 and (s.difference, s.why) == (Difference.NONE, Why.INTERVAL)
