@@ -214,6 +214,31 @@ def test_a_confirmed_step_is_bisected_between_the_re_measured_commits_and_moved_
         [(_hash(i), "before") for i in (11, 11, 12, 12)]
 
 
+def test_where_bisection_cannot_tell_the_alert_goes_to_the_first_commit_measured_again_at_the_new_level(
+        suspect, monkeypatch):
+    # The history put the step at commit 12 (its value read high); measured again, 11 and 12 read
+    # exactly between the levels: the step lies among 11..13, and the alert does not keep the
+    # history's guess, it goes to 13, the first commit measured again at the new level, with the
+    # last commit known before the range as its previous one
+    from proofbench.analysis import bisect
+
+    monkeypatch.setattr(bisect, "between", lambda repo, branch, older, newer: [_hash(i) for i in range(11, 14)])
+
+    def locate(session, alert):
+        before, after = bisect.levels(alert)
+        middle = (before * after) ** 0.5 / after  # read beside 13, exactly between the levels
+        ratio = {_hash(11): middle, _hash(12): middle, _hash(13): 1.0}
+        bench = SimpleNamespace(repo=None, branch="main", beside=lambda target, commit, reference, label, **order: (
+            ratio[commit], 1.0))
+        return bisect.locate(session, alert, bench)
+
+    report = _check(suspect, Remeasure(1.3), bisect=locate)
+    (found,) = report.findings
+    assert found.culprit is None and (found.bisection["first"], found.bisection["last"]) == (_hash(11), _hash(13))
+    assert found.commit.hash == _hash(13) and found.bisection["moved_from"] == _hash(12)
+    assert found.previous.hash == found.confirmation["before_commit"] == _hash(10)
+
+
 def test_a_confirmed_step_found_again_at_its_commit_is_that_alert_whatever_its_provisional_levels(suspect):
     # A suspect's levels rest on the one or two points after it; the next night's step, at the
     # same commit, may have levels that barely overlap them. It is the same step, not a second

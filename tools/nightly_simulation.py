@@ -18,9 +18,8 @@ by `proofbench.analysis.bisect.bisect` among the commits between the two compare
 of each commit read beside a fresh run of the newer one as `bisect.locate` takes them (the
 noise models have no drift between runs for that pairing to cancel, only the reference's own
 noise to add), the levels the medians of the confirmation's rounds and the spread of their
-ratios that of one value (`bisect.rounds_spread`); where it cannot tell, the alert stays where
-the history placed it, or goes to the range's last commit where that place lies outside the
-range; the table shows both.
+ratios that of one value (`bisect.rounds_spread`); where it cannot tell, the alert goes to the
+range's last commit, as `bisect.settle` places it; the table shows both.
 
 Suites per noise model (seed SEED, apart from the detector's tuning seeds): histories that
 end 10 commits after one 10% regression (after 20-80 commits), the same with 5%, and
@@ -95,7 +94,7 @@ def simulate(history: synth.History, rounds: int, alpha: float, confirm: bool = 
             first, last = commits(cp.index, night)
             got, decision = remeasure(cp, first, last)
             if decision.outcome is Outcome.CONFIRMED:
-                index = _culprit(history, first, last, got, rng, cp.index, bisected) if bisect else cp.index
+                index = _culprit(history, first, last, got, rng, bisected) if bisect else cp.index
                 tracker.accept(replace(cp, index=index))
                 alerts.append((night, index, cp.direction, True))
             elif decision.outcome is Outcome.DROPPED:
@@ -103,7 +102,7 @@ def simulate(history: synth.History, rounds: int, alpha: float, confirm: bool = 
     return Night(history, tuple(alerts), len(used), sum(used), tuple(bisected))
 
 
-def _culprit(history: synth.History, first: int, last: int, got: Rounds, rng: np.random.Generator, placed: int,
+def _culprit(history: synth.History, first: int, last: int, got: Rounds, rng: np.random.Generator,
              bisected: list[str]) -> int:
     # the first commit at the new level among first+1..last, bisected on fresh runs, each read as
     # its ratio to a fresh run of `last` times the new level, as `bisect.beside` reads commits
@@ -119,8 +118,7 @@ def _culprit(history: synth.History, first: int, last: int, got: Rounds, rng: np
     if truth:  # how it went, where the range holds a true step
         bisected.append("cannot tell" if found.culprit is None else "named" if int(found.culprit) == truth[0]
                         else "wrong")
-    to = bisection.settle(found, placed, commits)
-    return placed if to is None else int(to)
+    return int(bisection.settle(found))
 
 
 def _batch(history: synth.History, first: int, last: int, rounds: int, rng: np.random.Generator,
