@@ -32,7 +32,6 @@ from proofbench.variation import groups as _summaries
 MIN_SAMPLES = 5  # with fewer per side, Mann-Whitney cannot reach p < 0.05 reliably
 ALPHA = 0.05
 NOISY_IQR = 0.10  # like torch.utils.benchmark's Measurement: IQR/median above 10% is noisy
-MAD_SD = 1.4826  # the median absolute deviation times this estimates a normal's standard deviation
 
 
 @dataclass(frozen=True)

@@ -30,10 +30,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from proofbench import git
+from proofbench.analysis.shift import MAD_SD
 from proofbench.db.alerts import Alert
 from proofbench.db.models import Commit, Result
 from proofbench.pipeline.remeasure import Bench, Target, between
-from proofbench.stats import MAD_SD
 
 TRIES = 9  # up to tries - 1 measurements of a commit beyond `runs` while its side cannot be told
 RUNS = 2  # measurements of each commit before its side is decided, by `locate`
