@@ -228,7 +228,8 @@ def _replace(session: Session, alert: Alert, commits: list[str], culprit: str, s
     """Put `alert` at the first measured commit at or after `culprit` (of `commits`, in history
     order), its previous commit the last measured one before `since` (the first commit that may
     have made the step: the culprit, or the first of a range bisection could not narrow), where
-    the history had placed it elsewhere; returns the commit it was at (None: it stays)."""
+    the history had placed it elsewhere; returns the commit it was at (None: it stays, and only
+    its previous commit may move back to the last measured one before `since`)."""
     rows = session.execute(select(Commit.hash, Commit.id).join(Result, Result.commit_id == Commit.id).where(
         Result.machine_id == alert.machine_id, Result.environment_id == alert.environment_id,
         Result.benchmark_id == alert.benchmark_id, Result.params_key == alert.params_key,
