@@ -39,7 +39,8 @@ class Profile:
     (`proofbench.measure.interleave`): for at most `pair_budget` seconds (or the subject's own
     figure in `budgets`), until its 95% interval is within +- `precision`, with at least
     `min_rounds` rounds of blocks of about `block_seconds`, shared by `processes` processes, each
-    preparing its own workload (`proofbench.measure.processes`).
+    preparing its own workload (`proofbench.measure.processes`); uncounted rounds warm both sides
+    for `pair_warmup` seconds first.
     """
 
     name: str
@@ -57,6 +58,7 @@ class Profile:
     block_seconds: float = 0.1
     budgets: tuple[tuple[str, float], ...] = ()
     processes: int = 1
+    pair_warmup: float = 0.0
 
     def __post_init__(self) -> None:
         where = f"profile {self.name[:60]!r}"
@@ -86,6 +88,7 @@ class Profile:
         _seconds(where, "block_seconds", self.block_seconds, low_open=True)
         _whole(where, "min_rounds", self.min_rounds, 3, MAX_ROUNDS)
         _whole(where, "processes", self.processes, 1, MAX_PROCESSES)
+        _seconds(where, "pair_warmup", self.pair_warmup, low_open=False)
         if not (isinstance(self.precision, float) and 0 < self.precision < 1):
             raise DeclarationError(f"{where}: precision must be a fraction between 0 and 1, e.g. 0.05, "
                                    f"got {self.precision!r}")
@@ -120,7 +123,7 @@ def _seconds(where: str, key: str, value: object, low_open: bool) -> None:
 _FIELDS = {"description": str, "device": str, "threads": int, "sizes": list, "rounds": int,
            "repeat": list, "warmup_time": (int, float), "bench": str}
 _OPTIONAL = {"pair_budget": (int, float), "precision": float, "min_rounds": int, "block_seconds": (int, float),
-             "budgets": dict, "processes": int}
+             "budgets": dict, "processes": int, "pair_warmup": (int, float)}
 
 
 def load_profiles(path: Path = PROFILES_FILE) -> dict[str, Profile]:

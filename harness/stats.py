@@ -183,7 +183,8 @@ PAIRED_TRIM = 0.2  # share of rounds trimmed at each end by `paired` (measured: 
 
 
 def round_ratio(numerators: Sequence[float], denominators: Sequence[float], confidence: float = 0.95,
-                groups: Sequence[int] | None = None, trim: float = 0.0, between: Between | None = None) -> RoundRatio:
+                groups: Sequence[int] | None = None, trim: float = 0.0, between: Between | None = None,
+                orders: Sequence[bool] | None = None) -> RoundRatio:
     """numerator / denominator from rounds in which both were measured back to back.
 
     `numerators[i]` and `denominators[i]` are round i's summary (e.g. median time) of each side;
@@ -194,13 +195,15 @@ def round_ratio(numerators: Sequence[float], denominators: Sequence[float], conf
     makes each process's estimate the trimmed mean of its rounds' log ratios with the
     Tukey-McLaughlin interval (Winsorized variance), from `TRIM_FROM` rounds on: a round hit by
     a preemption or a burst on one side then moves neither the estimate nor the width much.
+    `orders[i]` says whether the numerator's side went first in round i: where given, what going
+    first is worth is taken out of each process's rounds (`proofbench.variation.groups`).
     """
-    logs, labels = _logs(numerators, denominators, groups)
+    logs, labels, firsts = _logs(numerators, denominators, groups, orders)
     n = len(logs)
     if n < MIN_ROUNDS:
         nan = math.nan
         return RoundRatio(nan, nan, nan, nan, n)
-    parts = _summaries(logs, labels, trim, TRIM_FROM)
+    parts = _summaries(logs, labels, trim, TRIM_FROM, firsts)
     if len(parts) > 1:
         mean, se, df = combined(parts, between)
     else:
@@ -214,14 +217,15 @@ def round_ratio(numerators: Sequence[float], denominators: Sequence[float], conf
     return RoundRatio(math.exp(mean), math.exp(mean - t * se), math.exp(mean + t * se), p_value, n, disagreed)
 
 
-def _logs(numerators: Sequence[float], denominators: Sequence[float],
-          groups: Sequence[int] | None) -> tuple[np.ndarray, np.ndarray]:
-    # the rounds' log ratios and their processes, rounds with a missing or bad side left out
+def _logs(numerators: Sequence[float], denominators: Sequence[float], groups: Sequence[int] | None,
+          orders: Sequence[bool] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    # the rounds' log ratios, their processes and orders, rounds with a missing or bad side left out
     groups = [0] * len(numerators) if groups is None else list(groups)
-    rows = [(a, b, g) for a, b, g in zip(numerators, denominators, groups)
+    firsts = [True] * len(numerators) if orders is None else list(orders)
+    rows = [(a, b, g, f) for a, b, g, f in zip(numerators, denominators, groups, firsts)
             if a is not None and b is not None and a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)]
-    logs = np.log([a for a, _, _ in rows]) - np.log([b for _, b, _ in rows]) if rows else np.array([])
-    return logs, np.asarray([g for _, _, g in rows])
+    logs = np.log([r[0] for r in rows]) - np.log([r[1] for r in rows]) if rows else np.array([])
+    return logs, np.asarray([r[2] for r in rows]), None if orders is None else np.asarray([r[3] for r in rows], bool)
 
 
 # -- paired rounds as measured and stored ---------------------------------------------
@@ -352,15 +356,17 @@ def unpaired(s: Speedup) -> Paired:
 
 def _ratio(rounds: Sequence[Round], confidence: float, between: Between | None = None) -> RoundRatio:
     return round_ratio([r.a.per_call for r in rounds], [r.b.per_call for r in rounds], confidence,
-                       groups=[r.process for r in rounds], trim=PAIRED_TRIM, between=between)
+                       groups=[r.process for r in rounds], trim=PAIRED_TRIM, between=between,
+                       orders=[r.a_first for r in rounds])
 
 
 def process_groups(rounds: Sequence[Round], heavy: float | None = None) -> list[Group]:
     """The kept rounds' log ratios summarised per process, as `round_ratio` sees them: what
     `proofbench.variation.pooled` pools over a run's comparisons."""
     kept = [r for r in rounds if r.comparable(heavy)]
-    logs, labels = _logs([r.a.per_call for r in kept], [r.b.per_call for r in kept], [r.process for r in kept])
-    return _summaries(logs, labels, PAIRED_TRIM, TRIM_FROM) if len(logs) else []
+    logs, labels, firsts = _logs([r.a.per_call for r in kept], [r.b.per_call for r in kept],
+                                 [r.process for r in kept], [r.a_first for r in kept])
+    return _summaries(logs, labels, PAIRED_TRIM, TRIM_FROM, firsts) if len(logs) else []
 
 
 def _mean_load(blocks: list[Block]) -> float | None:

@@ -55,24 +55,46 @@ class Between:
         return math.expm1(math.sqrt(self.variance)) if self.variance > 0 else 0.0
 
 
-def groups(logs: np.ndarray, labels: np.ndarray, trim: float, trim_from: int) -> list[Group]:
+def groups(logs: np.ndarray, labels: np.ndarray, trim: float, trim_from: int,
+           firsts: np.ndarray | None = None) -> list[Group]:
     """Each process's rounds (log ratios, `labels` naming the process): their mean, the variance
     of that mean and its degrees of freedom; the trimmed mean (`trim` at each end, Tukey-McLaughlin)
     for a process of at least `trim_from` rounds. Processes of one round are left out while
-    another has two or more."""
+    another has two or more.
+
+    With `firsts` (whether the ratio's numerator went first in each round), a process whose rounds
+    hold each order at least twice has the order's effect taken out first (`_in_order`), for one
+    degree of freedom: the side that goes first in a round follows its own block of the round
+    before, and that was worth up to 19% here (the LMDB reader's): a spread that is no noise,
+    and that does not cancel where rounds left out for unequal load unbalance the orders."""
     out = []
     for g in dict.fromkeys(labels.tolist()):
-        x = logs[labels == g]
+        x, ordered = logs[labels == g], None if firsts is None else firsts[labels == g]
         if len(x) < 2:
             out.append(Group(float(np.mean(x)), math.nan, 0.0, len(x)))
             continue
+        x, spent = _in_order(x, ordered)
         mean, se, df = _trimmed(x, trim) if trim and len(x) >= trim_from else _plain(x)
+        if spent and df > 1:  # the spread about two fitted centres, not one: its sum of squares over df - 1
+            se, df = se * math.sqrt(df / (df - 1)), df - 1
         out.append(Group(mean, se * se, df, len(x)))
     usable = [g for g in out if g.rounds >= 2]
     if not usable:  # no process with two rounds: the rounds as one group
         mean, se, df = _plain(logs)
         return [Group(mean, se * se, df, len(logs))]
     return usable
+
+
+def _in_order(logs: np.ndarray, firsts: np.ndarray | None) -> tuple[np.ndarray, int]:
+    """The log ratios less half the order's effect (the difference of the two orders' means) on
+    each side of it, so both orders centre where the mean of their means does, and the degrees of
+    freedom that cost (1, or 0 where the rounds do not hold each order twice). Measured on
+    synthetic rounds, 6-20 of them, with and without a 10% effect: 95-96% coverage (medians
+    instead of means: 93.5-96%)."""
+    if firsts is None or min(int(firsts.sum()), int((~firsts).sum())) < 2:
+        return logs, 0
+    effect = float(np.mean(logs[firsts])) - float(np.mean(logs[~firsts]))
+    return logs - np.where(firsts, effect / 2, -effect / 2), 1
 
 
 def _plain(logs: np.ndarray) -> tuple[float, float, float]:

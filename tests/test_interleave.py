@@ -89,7 +89,8 @@ def test_a_load_that_hits_one_side_only_withholds_the_verdict():
 def test_a_quiet_machine_stops_once_the_interval_is_narrow_enough():
     plan = Plan(budget=20.0, precision=0.05, min_rounds=8, block=0.1)
     measured, s = _measure(Machine(lambda now, side: 0.0), plan)
-    assert s.rounds == plan.min_rounds and s.ratio.half_width == 0.0 and s.estimate == pytest.approx(1.6)
+    assert s.rounds == plan.min_rounds and s.ratio.half_width == pytest.approx(0.0, abs=1e-12)
+    assert s.estimate == pytest.approx(1.6)
     assert measured.rounds[0].a.calls == 4 and measured.rounds[0].b.calls == 7  # blocks of about 0.1 s
     assert measured.seconds < 2.0
 
@@ -174,3 +175,29 @@ def test_blocks_are_sized_again_after_a_slow_first_call():
                                                                             block=0.1),
                          clock=machine.clock, load=machine.probe)
     assert measured.rounds[0].b.calls == 2 and measured.rounds[1].b.calls == 20  # 0.1 s of steady 5 ms calls
+
+
+def test_warm_up_rounds_are_not_counted_and_come_out_of_the_budget():
+    # the variant's first 12 calls run 30% slow (caches and pools filling): 0.3 s of uncounted
+    # rounds take them, and the counted rounds read the steady ratio exactly
+    machine = Machine(lambda now, side: 0.0)
+    calls = [0]
+
+    def settling():
+        calls[0] += 1
+        return machine.call("b", 0.013 if calls[0] <= 12 else 0.01)()
+
+    plan = Plan(budget=2.0, precision=0.05, min_rounds=4, block=0.05, warmup=0.3)
+    measured = alternate(Side(machine.call("a", 0.02)), Side(settling), plan, clock=machine.clock, load=machine.probe)
+    s = paired(measured.rounds, plan.precision, plan.min_rounds)
+    assert all(r.b.per_call == pytest.approx(0.01, abs=STEP) for r in measured.rounds)
+    assert s.estimate == pytest.approx(2.0, rel=1e-3) and s.rounds == 4
+    assert measured.seconds >= plan.warmup  # the warm-up is part of the pair's time
+    assert measured.rounds[0].b.calls == 5  # blocks sized on the last uncounted round's steady calls
+
+
+def test_rounds_stop_at_an_even_count_so_each_order_runs_as_often():
+    plan = Plan(budget=20.0, precision=0.05, min_rounds=5, block=0.1)
+    measured, s = _measure(Machine(lambda now, side: 0.0), plan)
+    assert len(measured.rounds) == 6
+    assert sum(r.a_first for r in measured.rounds) == 3

@@ -1,12 +1,18 @@
 """Interleaved rounds: two callables measured alternately in one process, under a time budget.
 
 A round times a block of calls of one side, then a block of the other; which side goes first
-alternates from round to round, so a steady drift falls on both sides alike. Each block records
-its calls, its seconds and the CPU that other processes used while it ran (`OtherLoad`), so a
-burst of load that hit one side and not the other can be left out afterwards. Rounds go on until
-the ratio's interval (`proofbench.stats.paired`, the same statistic the reports derive from the
-stored rounds) is within the plan's precision and decides (it lies above 1, below 1, or within
-the precision of 1), or the budget is spent.
+alternates from round to round (a b, b a, a b, ...), so a steady drift falls on both sides alike,
+and rounds stop at an even count, so each order is measured as often as the other (the side that
+goes first in a round follows its own block: `proofbench.stats` removes what that is worth).
+Each block records its calls, its seconds and the CPU that other processes used while it ran
+(`OtherLoad`), so a burst of load that hit one side and not the other can be left out
+afterwards. Rounds go on until the ratio's interval (`proofbench.stats.paired`, the same
+statistic the reports derive from the stored rounds) is within the plan's precision and decides
+(it lies above 1, below 1, or within the precision of 1), or the budget is spent.
+
+Before the counted rounds, uncounted ones warm both sides for the plan's `warmup` seconds: the
+first rounds after a call sized the blocks ran 3-7% off the rest for several subjects here
+(bf16 and inference-mode latency, mixed precision training).
 
 The same loop serves a variant against its baseline (`proofbench.measure.bench`) and anything
 else that can be called in one process: two prepared workloads, two builds of a function.
@@ -35,7 +41,8 @@ class Plan:
     stop before this many rounds are kept; `block`: the seconds one side's block aims at (at least
     one call); `max_rounds`: a bound for calls so fast that the budget alone would allow millions;
     `heavy`: other processes' load, in cores, above which a round is left out (None: none is);
-    `processes`: how many processes share the rounds, each with its own preparation (see `part`).
+    `processes`: how many processes share the rounds, each with its own preparation (see `part`);
+    `warmup`: seconds of uncounted rounds before the counted ones, within the budget.
     """
 
     budget: float = 4.0
@@ -45,12 +52,13 @@ class Plan:
     max_rounds: int = 400
     heavy: float | None = None
     processes: int = 1
+    warmup: float = 0.0
 
     def to_dict(self) -> dict[str, float | None]:
         """The plan as stored beside the rounds it produced."""
         return {"budget": self.budget, "precision": self.precision, "min_rounds": self.min_rounds,
                 "block": self.block, "max_rounds": self.max_rounds, "heavy": self.heavy,
-                "processes": self.processes}
+                "processes": self.processes, "warmup": self.warmup}
 
     def part(self) -> "Plan":
         """One process's part of a plan shared by `processes`: its share of the budget and of the
@@ -120,6 +128,8 @@ def _block(side: Side, calls: int, clock: Clock, load: LoadProbe) -> tuple[Block
 
 
 def _done(rounds: list[Round], plan: Plan, spent: float) -> bool:
+    if len(rounds) % 2:  # each order as often as the other
+        return False
     if spent >= plan.budget or len(rounds) >= plan.max_rounds:
         return True
     summary = paired(rounds, plan.precision, plan.min_rounds, plan.heavy)
@@ -135,26 +145,40 @@ def _warm(side: Side, clock: Clock) -> tuple[float, Any]:
     return clock() - start, out
 
 
+def _round(a: Side, b: Side, i: int, calls: list[int], clock: Clock,
+           load: LoadProbe) -> tuple[Round, list[Any]]:
+    # round i: a first in even rounds, b first in odd ones
+    order = (0, 1) if i % 2 == 0 else (1, 0)
+    blocks: list[Any] = [None, None]
+    for side in order:
+        blocks[side] = _block((a, b)[side], calls[side], clock, load)
+    return Round(blocks[0][0], blocks[1][0], a_first=order[0] == 0), blocks
+
+
 def alternate(a: Side, b: Side, plan: Plan, *, clock: Clock = sync_clock, load: LoadProbe = OtherLoad) -> Measured:
     """Measure `a` and `b` in alternating rounds; see the module docstring.
 
-    One warm-up call of each side comes first (its time sizes the first round's blocks, the first
-    round's those of the others; its output is kept). A side whose call raises stops the
-    measurement: the exception propagates.
+    One warm-up call of each side comes first (its time sizes the first blocks; its output is
+    kept), then uncounted rounds for `plan.warmup` seconds; the blocks are sized again on the
+    steady calls of the last uncounted round, or of the first counted one (a first call is often
+    slow: lazy setup). A side whose call raises stops the measurement: the exception propagates.
     """
     warm = [_warm(a, clock), _warm(b, clock)]
     calls = [_calls(seconds, plan.block) for seconds, _ in warm]
     kept: list[list[tuple[int, Any]]] = [[(-1, warm[0][1])], [(-1, warm[1][1])]]
     states: list[list[tuple[int, Any]]] = [[], []]
-    rounds: list[Round] = []
     start = clock()
+    warming = 0
+    while clock() - start < plan.warmup or warming % 2:
+        steady, _ = _round(a, b, warming, calls, clock, load)
+        warming += 1
+    if warming:
+        calls = [_calls(block.per_call, plan.block) for block in (steady.a, steady.b)]
+    rounds: list[Round] = []
     while True:
         i = len(rounds)
-        order = (0, 1) if i % 2 == 0 else (1, 0)
-        blocks: list[Any] = [None, None]
-        for side in order:
-            blocks[side] = _block((a, b)[side], calls[side], clock, load)
-        rounds.append(Round(blocks[0][0], blocks[1][0], a_first=order[0] == 0))
+        counted, blocks = _round(a, b, i, calls, clock, load)
+        rounds.append(counted)
         last = _done(rounds, plan, clock() - start)
         for side in (0, 1):
             if i == 0 or last:
@@ -163,7 +187,7 @@ def alternate(a: Side, b: Side, plan: Plan, *, clock: Clock = sync_clock, load: 
                     states[side].append((i, blocks[side][2]))
         if last:
             break
-        if i == 0:  # a first call is often slow (lazy setup): size the blocks again on steady calls
-            calls = [_calls(blocks[side][0].per_call, plan.block) for side in (0, 1)]
+        if i == 0 and not warming:
+            calls = [_calls(block.per_call, plan.block) for block in (counted.a, counted.b)]
     seconds = clock() - start
     return Measured(tuple(rounds), *(Sampled(tuple(kept[s]), tuple(states[s])) for s in (0, 1)), seconds)

@@ -15,7 +15,8 @@ readings must agree.
 The document (version `DOCUMENT_VERSION`), in the sidecar record's `rounds` field:
 
     {"version": 1,
-     "plan": {"budget", "precision", "min_rounds", "block", "max_rounds", "heavy", "processes"},
+     "plan": {"budget", "precision", "min_rounds", "block", "max_rounds", "heavy", "processes",
+              "warmup"},
      "rounds": [{"a": [calls, seconds, load], "b": [...], "first": "a" | "b", "process": 0}, ...],
      "checks": {"baseline": [[round, value], ...], "variant": [[round, value], ...],
                 "states": [[round, "reading"], ...]},
@@ -52,7 +53,8 @@ def plan(profile: Profile, subject: str, cores: int | None = None) -> Plan:
     left out as heavy when other processes take more than the cores the run leaves free."""
     spare = max(0, (cores or os.cpu_count() or 1) - profile.torch_threads)
     return Plan(budget=profile.budget(subject), precision=profile.precision, min_rounds=profile.min_rounds,
-                block=profile.block_seconds, heavy=spare + HEAVY_MARGIN, processes=profile.processes)
+                block=profile.block_seconds, heavy=spare + HEAVY_MARGIN, processes=profile.processes,
+                warmup=profile.pair_warmup)
 
 
 def measure(subject: Subject, variant: Variant, prepare: Callable[[], Workload], plan_: Plan,
