@@ -19,11 +19,15 @@ Measured against the targets:
 - loaded: every speedup within 10% of the quiet median, or "inconclusive"; no word flips between
   faster, slower and no significant difference;
 - the wall time of each run (quick profile, all subjects: within 5 minutes on 2 cores).
+Beside each comparison, how far the quiet runs lie apart (the standard deviation of their
+estimates) and how wide each run said its figure was (the mean half width of its intervals):
+where the first is more than about half the second, no run's interval holds the others.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing
 import random
 import statistics
@@ -115,7 +119,8 @@ def compare(quiet: list[Run], loaded: Run | None) -> dict:
         estimates = [r["speedup"]["estimate"] for r in found if r and r["speedup"] and r["speedup"]["estimate"]]
         words = [r["verdict"] if r else None for r in found]
         row = {"subject": key[0], "size": key[1], "variant": key[2], "estimates": estimates, "words": words,
-               "max_over_min": max(estimates) / min(estimates) if estimates else None, "covers": []}
+               "max_over_min": max(estimates) / min(estimates) if estimates else None, "covers": [],
+               **_spreads(found, estimates)}
         for i, r in enumerate(found):
             others = [e for j, e in enumerate(estimates) if j != i]
             if r is None or not r["speedup"] or r["speedup"]["low"] is None or not others:
@@ -134,6 +139,18 @@ def compare(quiet: list[Run], loaded: Run | None) -> dict:
             "flips": sum(1 for r in rows if r.get("flip")) if loaded else None}
 
 
+def _spreads(found: list[dict | None], estimates: list[float]) -> dict:
+    """How far the runs' estimates lie apart (the standard deviation of their logs, as a
+    fraction) beside how wide each run said its own figure was (the mean half width of the 95%
+    intervals, as a fraction): an interval holds the other runs' figures only where the second is
+    about twice the first or more."""
+    widths = [math.log(r["speedup"]["high"] / r["speedup"]["low"]) / 2 for r in found
+              if r and r["speedup"] and r["speedup"]["low"] and r["speedup"]["high"]]
+    between = statistics.stdev(math.log(e) for e in estimates) if len(estimates) > 1 else None
+    return {"between_runs_sd": math.expm1(between) if between is not None else None,
+            "mean_half_width": math.expm1(statistics.fmean(widths)) if widths else None}
+
+
 def _loaded(run: Run, key: tuple, estimates: list[float], words: list) -> dict:
     r = next((x for x in run.records if _key(x) == key), None)
     if r is None or not r["speedup"] or not estimates:
@@ -150,16 +167,17 @@ def _print(quiet: list[Run], loaded: Run | None, result: dict, machine: str) -> 
     for run in [*quiet, *([loaded] if loaded else [])]:
         load = f"{run.other_load:.2f} cores" if run.other_load is not None else "unread"
         print(f"  {run.name}: {run.seconds:.0f} s wall, other processes' load during the rounds: {load}")
-    head = "| subject | size | variant | " + " | ".join(r.name for r in quiet) + " | max/min | covers |" + \
-        (" loaded |" if loaded else "")
+    head = "| subject | size | variant | " + " | ".join(r.name for r in quiet) + \
+        " | max/min | sd between runs | mean half width | covers |" + (" loaded |" if loaded else "")
     print("\n" + head + "\n|" + "---|" * (head.count("|") - 1))
     for row in result["rows"]:
         cells = [f"{e:.3f} {(w or '')[:4]}" for e, w in zip(row["estimates"], row["words"])]
         spread = f"{row['max_over_min']:.3f}" if row["max_over_min"] else "—"
+        sd, width = (f"{row[k]:.1%}" if row[k] is not None else "—" for k in ("between_runs_sd", "mean_half_width"))
         cover = f"{sum(row['covers'])}/{len(row['covers'])}"
         tail = f" {row['loaded']:.3f} {row['loaded_word']} |" if loaded and row.get("loaded") else (" — |" if loaded else "")
         print(f"| {row['subject']} | {row['size']} | {row['variant']} | " + " | ".join(cells) +
-              f" | {spread} | {cover} |" + tail)
+              f" | {spread} | {sd} | {width} | {cover} |" + tail)
     print(f"\nmax/min <= 1.10: {result['spread_ok']} of {result['comparisons']} comparisons")
     if result["coverage"] is not None:
         print(f"coverage of the other runs' median: {result['coverage']:.0%} (target >= 90%)")
