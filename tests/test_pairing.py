@@ -90,10 +90,11 @@ def test_the_plan_comes_from_the_profile_with_per_subject_budgets(tmp_path):
     path = tmp_path / "profiles.toml"
     path.write_text('[ci]\ndescription = "d"\ndevice = "cpu"\nthreads = 1\nsizes = ["small"]\nrounds = 1\n'
                     'repeat = [3, 6, 0.5]\nwarmup_time = 0.0\npair_budget = 2\nprecision = 0.04\nmin_rounds = 6\n'
-                    'processes = 3\n[ci.budgets]\n"loading.dataloader" = 12\n')
+                    'processes = 3\npair_warmup = 0.25\n[ci.budgets]\n"loading.dataloader" = 12\n')
     profile = load_profiles(path)["ci"]
     plan = pairing.plan(profile, "loading.dataloader", cores=2)
     assert (plan.budget, plan.precision, plan.min_rounds, plan.heavy, plan.processes) == (12.0, 0.04, 6, 2.0, 3)
+    assert plan.warmup == 0.25 and pairing.plan(get_profile("smoke"), "loading.dataloader").warmup == 0.0
     assert pairing.plan(profile, "loading.lmdb_read", cores=16).budget == 2.0
     assert pairing.plan(profile, "loading.lmdb_read", cores=16).heavy == 16.0
     path.write_text(path.read_text().replace('"loading.dataloader" = 12', '"loading.dataloader" = "long"'))
@@ -104,3 +105,15 @@ def test_the_plan_comes_from_the_profile_with_per_subject_budgets(tmp_path):
 def test_a_profile_with_a_meaningless_precision_is_refused():
     with pytest.raises(DeclarationError, match="precision must be a fraction"):
         get_profile("quick").__class__(**{**get_profile("quick").__dict__, "precision": 1.5})
+
+
+def test_a_profile_with_a_negative_or_wordy_warm_up_is_refused(tmp_path):
+    path = tmp_path / "profiles.toml"
+    table = ('[ci]\ndescription = "d"\ndevice = "cpu"\nthreads = 1\nsizes = ["small"]\nrounds = 1\n'
+             'repeat = [3, 6, 0.5]\nwarmup_time = 0.0\npair_warmup = {}\n')
+    path.write_text(table.format("-0.5"))
+    with pytest.raises(InputError, match=r"pair_warmup must be a number of seconds at least 0 .* got -0.5"):
+        load_profiles(path)
+    path.write_text(table.format('"short"'))
+    with pytest.raises(InputError, match=r"\[ci\].pair_warmup has the wrong type \(str\)"):
+        load_profiles(path)
