@@ -28,7 +28,7 @@ from proofbench import capability
 from proofbench.declare import Context, Subject, Variant, Workload
 from proofbench.errors import InputError, Skip
 from proofbench.machine.nvml import NvmlSampler
-from proofbench.measure import gpu_watch, pairing, processes, sidecar
+from proofbench.measure import allocator, gpu_watch, pairing, processes, sidecar
 from proofbench.measure.memory import PeakMemory
 from proofbench.measure.noise import OtherLoad
 from proofbench.measure.timer import sync_clock
@@ -177,6 +177,7 @@ class SubjectBenchmark:
             self._note("skipped", reason)
             raise Skip(reason)
         _set_threads(self._profile.torch_threads)
+        allocator.steady()
         _limit_memory()
 
     def _registry(self):

@@ -9,23 +9,22 @@ hides the difference between variants; this does not.
 glibc keeps freed memory for reuse, so a call could run inside memory setup freed and show no
 peak. Entering `PeakMemory` therefore tells glibc (in this process only: the peak-memory
 benchmark has one of its own) to map blocks of 64 KiB and more on their own and to give back
-what it holds free. Timed processes keep glibc's defaults: the same setting made for all
-benchmark processes slowed the allocation-heavy AdamW for-loop baseline 2.5x (0.62 s against
-0.26 s per call), which doubled its measured speedup.
+what it holds free (`proofbench.measure.allocator.returning`). Timed processes never get that
+setting: made for all benchmark processes, it slowed the allocation-heavy AdamW for-loop
+baseline 2.5x (0.62 s against 0.26 s per call), which doubled its measured speedup; they get
+`allocator.steady`.
 """
 from __future__ import annotations
 
-import ctypes
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from proofbench.errors import Skip
+from proofbench.measure import allocator
 
 _STATUS = Path("/proc/self/status")
 _CLEAR_REFS = Path("/proc/self/clear_refs")
-_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter (malloc.h)
-MMAP_THRESHOLD = 65536  # bytes: blocks this large are mapped and unmapped on their own
 
 
 def _status_kib(field: str) -> int:
@@ -45,16 +44,6 @@ def _reset_cpu_peak() -> None:
         _CLEAR_REFS.write_text("5")
     except OSError as exc:
         raise Skip(f"cannot reset the memory high-water mark ({_CLEAR_REFS}: {exc.strerror})") from None
-
-
-def _return_freed_memory() -> None:
-    # See the module docstring; another C library (musl) has neither call and needs neither.
-    try:
-        libc = ctypes.CDLL(None)
-        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-        libc.malloc_trim(0)
-    except (OSError, AttributeError):
-        return
 
 
 def _cuda():
@@ -83,7 +72,7 @@ class PeakMemory:
             cuda.synchronize()
             cuda.reset_peak_memory_stats()
             self._gpu_base = cuda.memory_allocated()
-        _return_freed_memory()
+        allocator.returning()
         _reset_cpu_peak()
         self._cpu_base = rss_bytes()
         return self
