@@ -40,7 +40,9 @@ class Profile:
     figure in `budgets`), until its 95% interval is within +- `precision`, with at least
     `min_rounds` rounds of blocks of about `block_seconds`, shared by `processes` processes, each
     preparing its own workload (`proofbench.measure.processes`); uncounted rounds warm both sides
-    for `pair_warmup` seconds first.
+    for `pair_warmup` seconds first. `between_runs` is the speedup's standard deviation from one
+    run to the next that a run's rounds cannot show (a fraction, 0.01 = 1%; `make evaluate-noise`
+    measures it on a machine), held by every speedup's interval.
     """
 
     name: str
@@ -59,6 +61,7 @@ class Profile:
     budgets: tuple[tuple[str, float], ...] = ()
     processes: int = 1
     pair_warmup: float = 0.0
+    between_runs: float = 0.0
 
     def __post_init__(self) -> None:
         where = f"profile {self.name[:60]!r}"
@@ -89,6 +92,10 @@ class Profile:
         _whole(where, "min_rounds", self.min_rounds, 3, MAX_ROUNDS)
         _whole(where, "processes", self.processes, 1, MAX_PROCESSES)
         _seconds(where, "pair_warmup", self.pair_warmup, low_open=False)
+        if not (isinstance(self.between_runs, (int, float)) and not isinstance(self.between_runs, bool)
+                and 0 <= self.between_runs < 1):
+            raise DeclarationError(f"{where}: between_runs must be a fraction from 0 up to 1, e.g. 0.01, "
+                                   f"got {self.between_runs!r}")
         if not (isinstance(self.precision, float) and 0 < self.precision < 1):
             raise DeclarationError(f"{where}: precision must be a fraction between 0 and 1, e.g. 0.05, "
                                    f"got {self.precision!r}")
@@ -123,7 +130,8 @@ def _seconds(where: str, key: str, value: object, low_open: bool) -> None:
 _FIELDS = {"description": str, "device": str, "threads": int, "sizes": list, "rounds": int,
            "repeat": list, "warmup_time": (int, float), "bench": str}
 _OPTIONAL = {"pair_budget": (int, float), "precision": float, "min_rounds": int, "block_seconds": (int, float),
-             "budgets": dict, "processes": int, "pair_warmup": (int, float)}
+             "budgets": dict, "processes": int, "pair_warmup": (int, float),
+             "between_runs": (int, float)}
 
 
 def load_profiles(path: Path = PROFILES_FILE) -> dict[str, Profile]:

@@ -184,7 +184,7 @@ PAIRED_TRIM = 0.2  # share of rounds trimmed at each end by `paired` (measured: 
 
 def round_ratio(numerators: Sequence[float], denominators: Sequence[float], confidence: float = 0.95,
                 groups: Sequence[int] | None = None, trim: float = 0.0, between: Between | None = None,
-                orders: Sequence[bool] | None = None) -> RoundRatio:
+                orders: Sequence[bool] | None = None, between_runs: float = 0.0) -> RoundRatio:
     """numerator / denominator from rounds in which both were measured back to back.
 
     `numerators[i]` and `denominators[i]` are round i's summary (e.g. median time) of each side;
@@ -197,6 +197,9 @@ def round_ratio(numerators: Sequence[float], denominators: Sequence[float], conf
     a preemption or a burst on one side then moves neither the estimate nor the width much.
     `orders[i]` says whether the numerator's side went first in round i: where given, what going
     first is worth is taken out of each process's rounds (`proofbench.variation.groups`).
+    `between_runs` (a fraction: 0.01 = 1%) is the standard deviation of the ratio from one run to
+    the next that no run's rounds show, added to the estimate's variance as a known part
+    (`with_runs`).
     """
     logs, labels, firsts = _logs(numerators, denominators, groups, orders)
     n = len(logs)
@@ -209,12 +212,25 @@ def round_ratio(numerators: Sequence[float], denominators: Sequence[float], conf
     else:
         mean, se, df = parts[0].mean, math.sqrt(parts[0].variance), parts[0].df
     disagreed = len(parts) > 1 and between is not None and disagree(parts, between)
+    se, df = with_runs(se, df, between_runs)
     if se == 0.0:
         value = math.exp(mean)
         return RoundRatio(value, value, value, 0.0 if mean else 1.0, n, disagreed)
     t = float(_stats.t.ppf(0.5 + confidence / 2, df))
     p_value = float(2 * _stats.t.sf(abs(mean) / se, df))
     return RoundRatio(math.exp(mean), math.exp(mean - t * se), math.exp(mean + t * se), p_value, n, disagreed)
+
+
+def with_runs(se: float, df: float, between_runs: float) -> tuple[float, float]:
+    """A log ratio's standard error and degrees of freedom with the variation between runs
+    (`between_runs`, a fraction) added as a known variance: it comes from the profile, not from
+    these rounds, so it adds no uncertainty of its own (Welch-Satterthwaite with infinite degrees
+    of freedom for it: the rounds' part keeps its own)."""
+    if not between_runs > 0:
+        return se, df
+    extra = math.log1p(between_runs) ** 2
+    total = se * se + extra
+    return math.sqrt(total), (df * (total / (se * se)) ** 2 if se > 0 else math.inf)
 
 
 def _logs(numerators: Sequence[float], denominators: Sequence[float], groups: Sequence[int] | None,
@@ -308,7 +324,8 @@ class Paired:
     too few were kept (a figure to show, with an inconclusive outcome); `rounds` counts all,
     `kept` those whose sides saw like load; `load_a`/`load_b` are the mean loads of all rounds;
     `processes` how many processes measured them, and `between` the run's pooled variation
-    between processes that the interval holds (None: one process, or none pooled).
+    between processes that the interval holds (None: one process, or none pooled);
+    `between_runs` the profile's variation from one run to the next that it holds too.
     """
 
     ratio: RoundRatio
@@ -320,6 +337,7 @@ class Paired:
     why: Why
     processes: int = 1
     between: Between | None = None
+    between_runs: float = 0.0
 
     @property
     def estimate(self) -> float:
@@ -354,10 +372,11 @@ def unpaired(s: Speedup) -> Paired:
                   Difference.INCONCLUSIVE, Why.NOT_PAIRED)
 
 
-def _ratio(rounds: Sequence[Round], confidence: float, between: Between | None = None) -> RoundRatio:
+def _ratio(rounds: Sequence[Round], confidence: float, between: Between | None = None,
+           between_runs: float = 0.0) -> RoundRatio:
     return round_ratio([r.a.per_call for r in rounds], [r.b.per_call for r in rounds], confidence,
                        groups=[r.process for r in rounds], trim=PAIRED_TRIM, between=between,
-                       orders=[r.a_first for r in rounds])
+                       orders=[r.a_first for r in rounds], between_runs=between_runs)
 
 
 def process_groups(rounds: Sequence[Round], heavy: float | None = None) -> list[Group]:
@@ -375,7 +394,8 @@ def _mean_load(blocks: list[Block]) -> float | None:
 
 
 def paired(rounds: Sequence[Round], precision: float = 0.05, min_rounds: int = MIN_ROUNDS,
-           heavy: float | None = None, confidence: float = 0.95, between: Between | None = None) -> Paired:
+           heavy: float | None = None, confidence: float = 0.95, between: Between | None = None,
+           between_runs: float = 0.0) -> Paired:
     """a / b (for time per call: b's speedup over a) from paired rounds, and its outcome.
 
     Inconclusive, with the reason, where fewer than `min_rounds` rounds are kept, where most
@@ -384,19 +404,20 @@ def paired(rounds: Sequence[Round], precision: float = 0.05, min_rounds: int = M
     no significant difference; one that holds 1 and reaches beyond that is inconclusive (it
     holds no difference and one the precision would count: a busy run's [0.91, 1.00] beside
     quiet runs' "slower" at 0.91-0.93 read "no significant difference" before).
-    Rounds from several processes: see `round_ratio` (`between`: the run's pooled variation).
+    Rounds from several processes: see `round_ratio` (`between`: the run's pooled variation;
+    `between_runs`: the profile's variation from one run to the next, which no run's rounds show).
     """
     kept = [r for r in rounds if r.comparable(heavy)]
-    ratio = _ratio(kept, confidence, between)
+    ratio = _ratio(kept, confidence, between, between_runs)
     if ratio.rounds < MIN_ROUNDS:
-        ratio = _ratio(rounds, confidence, between)  # the figure of all rounds is still shown; it decides nothing
+        ratio = _ratio(rounds, confidence, between, between_runs)  # the figure of all rounds is still shown; it decides nothing
     load_a, load_b = _mean_load([r.a for r in rounds]), _mean_load([r.b for r in rounds])
     difference, why = _outcome(ratio, len(rounds), len(kept), precision, min_rounds)
     if why is Why.TOO_NOISY and ratio.disagreed:
         why = Why.PROCESSES_DISAGREE
     processes = len({r.process for r in rounds})
     return Paired(ratio, len(rounds), len(kept), load_a, load_b, difference, why, processes,
-                  between if processes > 1 else None)
+                  between if processes > 1 else None, between_runs)
 
 
 def _outcome(ratio: RoundRatio, rounds: int, kept: int, precision: float,

@@ -202,6 +202,12 @@ def _processes(s) -> str:
     return f" in {s.processes} processes{pooled}"
 
 
+def _runs(s) -> str:
+    # '; between runs ±1.0%' where the profile's variation from run to run is in the interval
+    between_runs = getattr(s, "between_runs", 0.0)
+    return f"; between runs ±{between_runs:.1%}" if between_runs else ""
+
+
 def speedup_words(s) -> str:
     """A paired speedup's outcome as the reports say it: 'faster', 'no significant difference',
     'inconclusive: too noisy here (±7.1% after 12 rounds)', with the rounds left out for load."""
@@ -212,7 +218,7 @@ def speedup_words(s) -> str:
     if s.difference == Difference.INCONCLUSIVE:
         return f"inconclusive: {undecided(s.why, s.estimate, s.low, s.high, (s.kept, s.rounds))}"
     dropped = f"; {s.left_out} of {s.rounds} rounds left out for load" if s.left_out else ""
-    return f"{s.difference} ({s.kept} rounds{_processes(s)}{dropped})"
+    return f"{s.difference} ({s.kept} rounds{_processes(s)}{_runs(s)}{dropped})"
 
 
 def verdict_reason(verdict) -> str:

@@ -22,6 +22,10 @@ Measured against the targets:
 Beside each comparison, how far the quiet runs lie apart (the standard deviation of their
 estimates) and how wide each run said its figure was (the mean half width of its intervals):
 where the first is more than about half the second, no run's interval holds the others.
+Last, the variation between runs beyond what the runs' rounds show, pooled over the comparisons
+(the variance of each comparison's estimates less the mean variance of its rounds' intervals,
+with the profile's `between_runs` taken back out of them): the figure a profile's `between_runs`
+should hold on this machine.
 """
 from __future__ import annotations
 
@@ -151,6 +155,23 @@ def _spreads(found: list[dict | None], estimates: list[float]) -> dict:
             "mean_half_width": math.expm1(statistics.fmean(widths)) if widths else None}
 
 
+def beyond_rounds(rows: list[dict], quiet: list[Run], held: float) -> float | None:
+    """The standard deviation between runs beyond the rounds' own intervals, pooled over the
+    comparisons (a fraction; see the module docstring); `held` is the profile's `between_runs`,
+    already in every interval."""
+    terms = []
+    for row in rows:
+        key = (row["subject"], row["size"], row["variant"])
+        found = [r for run in quiet for r in run.records if _key(r) == key and r["speedup"]
+                 and r["speedup"]["low"] and r["speedup"]["high"] and r["speedup"]["estimate"]]
+        if len(found) < 2:
+            continue
+        own = [max(0.0, (math.log(r["speedup"]["high"] / r["speedup"]["low"]) / (2 * 1.96)) ** 2
+                   - math.log1p(held) ** 2) for r in found]
+        terms.append(statistics.variance([math.log(r["speedup"]["estimate"]) for r in found]) - statistics.fmean(own))
+    return math.expm1(math.sqrt(max(0.0, statistics.fmean(terms)))) if terms else None
+
+
 def _loaded(run: Run, key: tuple, estimates: list[float], words: list) -> dict:
     r = next((x for x in run.records if _key(x) == key), None)
     if r is None or not r["speedup"] or not estimates:
@@ -187,6 +208,9 @@ def _print(quiet: list[Run], loaded: Run | None, result: dict, machine: str) -> 
         print(f"loaded: {result['loaded_ok']} of {result['comparisons']} within 10% of the quiet median or "
               f"inconclusive; {result['flips']} word flip(s)")
     print(f"wall time per quiet run: {', '.join(f'{r.seconds:.0f} s' for r in quiet)} (target <= 300 s)")
+    if result.get("beyond_rounds") is not None:
+        print(f"between runs, beyond the rounds' intervals: ±{result['beyond_rounds']:.1%} "
+              f"(the profile's between_runs: ±{result['between_runs']:.1%})")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -214,6 +238,8 @@ def main(argv: list[str] | None = None) -> None:
         quiet = [measure(f"quiet-{i + 1}", out, args.profile, bench, loaded=False) for i in range(runs)]
         loaded = None if args.no_loaded else measure("loaded", out, args.profile, bench, loaded=True)
     result = compare(quiet, loaded)
+    held = get_profile(args.profile, project_file.require(None).profiles).between_runs
+    result.update(between_runs=held, beyond_rounds=beyond_rounds(result["rows"], quiet, held))
     _print(quiet, loaded, result, capture().name)
     document = {"runs": [{"name": r.name, "seconds": r.seconds, "other_load": r.other_load, "records": r.records}
                          for r in [*quiet, *([loaded] if loaded else [])]], "result": result}

@@ -42,7 +42,9 @@ class Plan:
     one call); `max_rounds`: a bound for calls so fast that the budget alone would allow millions;
     `heavy`: other processes' load, in cores, above which a round is left out (None: none is);
     `processes`: how many processes share the rounds, each with its own preparation (see `part`);
-    `warmup`: seconds of uncounted rounds before the counted ones, within the budget.
+    `warmup`: seconds of uncounted rounds before the counted ones, within the budget;
+    `between_runs`: the ratio's standard deviation from one run to the next that these rounds
+    cannot show, as a fraction, held by the interval (`proofbench.stats.with_runs`).
     """
 
     budget: float = 4.0
@@ -53,12 +55,13 @@ class Plan:
     heavy: float | None = None
     processes: int = 1
     warmup: float = 0.0
+    between_runs: float = 0.0
 
     def to_dict(self) -> dict[str, float | None]:
         """The plan as stored beside the rounds it produced."""
         return {"budget": self.budget, "precision": self.precision, "min_rounds": self.min_rounds,
                 "block": self.block, "max_rounds": self.max_rounds, "heavy": self.heavy,
-                "processes": self.processes, "warmup": self.warmup}
+                "processes": self.processes, "warmup": self.warmup, "between_runs": self.between_runs}
 
     def part(self) -> "Plan":
         """One process's part of a plan shared by `processes`: its share of the budget and of the
@@ -132,7 +135,7 @@ def _done(rounds: list[Round], plan: Plan, spent: float) -> bool:
         return False
     if spent >= plan.budget or len(rounds) >= plan.max_rounds:
         return True
-    summary = paired(rounds, plan.precision, plan.min_rounds, plan.heavy)
+    summary = paired(rounds, plan.precision, plan.min_rounds, plan.heavy, between_runs=plan.between_runs)
     return (summary.kept >= plan.min_rounds and summary.ratio.half_width <= plan.precision
             and summary.why is not Why.UNDECIDED)
 

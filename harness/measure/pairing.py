@@ -54,7 +54,7 @@ def plan(profile: Profile, subject: str, cores: int | None = None) -> Plan:
     spare = max(0, (cores or os.cpu_count() or 1) - profile.torch_threads)
     return Plan(budget=profile.budget(subject), precision=profile.precision, min_rounds=profile.min_rounds,
                 block=profile.block_seconds, heavy=spare + HEAVY_MARGIN, processes=profile.processes,
-                warmup=profile.pair_warmup)
+                warmup=profile.pair_warmup, between_runs=profile.between_runs)
 
 
 def measure(subject: Subject, variant: Variant, prepare: Callable[[], Workload], plan_: Plan,
@@ -111,7 +111,7 @@ def merged(parts: list[tuple[Measured, Checked]]) -> tuple[Measured, Checked]:
 def asv_value(measured: Measured, plan_: Plan) -> float:
     """What asv keeps for a pair: the estimate over the rounds kept, else over all rounds (asv
     reads NaN as "skipped"); the verdict is derived from the stored rounds, never from this."""
-    kept = paired(measured.rounds, plan_.precision, plan_.min_rounds, plan_.heavy)
+    kept = paired(measured.rounds, plan_.precision, plan_.min_rounds, plan_.heavy, between_runs=plan_.between_runs)
     return kept.estimate if math.isfinite(kept.estimate) else paired(measured.rounds).estimate
 
 
