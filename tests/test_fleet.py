@@ -47,7 +47,9 @@ def command(module, *argv: str) -> int:
 def fleet_results(smoke_run, directory: Path, name: str, *, nvml=None, time_scale: float = 1.0,
                   commits: tuple[str, ...] = ()) -> Path:
     """The smoke run's results re-filed as machine `name` (profile from `nvml`, no NVML by default),
-    optionally with its times scaled and copied to other commits; returns the results directory."""
+    optionally with its times scaled and copied to other commits, each an hour after the one before
+    (asv's commit `date`: a copy stands later in commit order than the commit it was copied from,
+    whichever of git's dates that one is ordered by); returns the results directory."""
     layout, outcome = smoke_run
     profile = capture(name, nvml=nvml or FakeNvml(init_error=NO_NVML))
     target = replace(layout, results=directory / "results", workdir=directory)
@@ -63,6 +65,8 @@ def fleet_results(smoke_run, directory: Path, name: str, *, nvml=None, time_scal
         _scale_times(data, time_scale)
         for commit in commits or (data["commit_hash"],):
             data["commit_hash"] = commit
+            if commits:
+                data["date"] += 3_600_000
             (target.results / name / f"{commit[:8]}-{data['env_name']}.json").write_text(json.dumps(data))
     return target.results
 
