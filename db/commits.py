@@ -1,9 +1,12 @@
 """Commit order, written once: where a commit stands on its branch, and which commit is the latest.
 
 A commit's place is its position on a branch's first-parent history (`place`, from git); a
-commit that has none (results ingested without the repository) is ordered by its commit date:
-the repository's, else the one asv recorded in the results files; then by the date its results
-were taken, then by the order it was ingested. Hashes never order. `basis` says which of these
+commit that has none (results ingested without the repository) is ordered by its date: the
+author date, which is the one asv records in the results files (git's `%at`), from the
+repository where it is at hand, else from the results (the repository's commit date only where
+no author date is known: an amended or rebased commit's commit date is later than its author
+date, and the two clocks mixed put a copy of a commit's results before the commit); then by
+the date its results were taken, then by the order it was ingested. Hashes never order. `basis` says which of these
 ordered a list of commits, so a report can say so.
 """
 from __future__ import annotations
@@ -48,19 +51,21 @@ BASES = ("first-parent history", "commit dates", "results' dates", "measurement 
 
 
 def order_key(commit: Commit, measured_at: dt.datetime | None = None) -> tuple:
-    """Sort key of commit order: position, else commit date (the repository's, else asv's), else
-    when it was measured, else ingest order."""
-    when = aware(commit.committed_at) or aware(commit.results_date) or aware(measured_at)
+    """Sort key of commit order: position, else the author date (the repository's, else asv's;
+    see the module docstring), else when it was measured, else ingest order."""
+    when = (aware(commit.authored_at) or aware(commit.results_date) or aware(commit.committed_at)
+            or aware(measured_at))
     return (commit.position is None, commit.position or 0, when is None, when or _EPOCH, commit.id)
 
 
 def basis(commits: Sequence[Commit]) -> tuple[str, ...]:
     """What ordered `commits` (each of `BASES` that did, in that order): the first-parent
-    history where they have a position, else the repository's commit dates, the dates asv
-    recorded in the results files, or when they were measured and ingested."""
+    history where they have a position, else the repository's dates, the dates asv recorded in
+    the results files, or when they were measured and ingested (as `order_key` takes them)."""
     used = set()
     for c in commits:
-        used.add(0 if c.position is not None else 1 if c.committed_at else 2 if c.results_date else 3)
+        used.add(0 if c.position is not None else 1 if c.authored_at else 2 if c.results_date
+                 else 1 if c.committed_at else 3)
     return tuple(BASES[i] for i in sorted(used))
 
 

@@ -21,7 +21,7 @@ from postgres import db_url, postgres_server, postgres_url  # noqa: F401  (fixtu
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from proofbench.db.commits import ordered
+from proofbench.db.commits import basis, ordered
 from proofbench.db.models import Benchmark, ClaimRow, Commit, Environment, Machine, Result
 from proofbench.db.profiles import CalibrationRow, VariantProfileRow
 from proofbench.db.session import connect
@@ -321,6 +321,25 @@ def test_commit_order_is_position_then_commit_time_then_ingest_order(tmp_path):
     with Session(engine) as session:
         order = [c.hash for c in ordered(session)]
     assert order == ["e-placed-0", "a-placed-1", "d-dated-early", "b-dated-late", "c-no-date-1", "f-no-date-2"]
+
+
+def test_an_amended_commit_and_one_known_only_from_asv_are_ordered_by_the_same_clock(tmp_path):
+    # asv records a commit's author date; an amended commit's commit date is later than its author
+    # date: the commit asv dated a minute after the amended one's author date comes after it
+    engine = connect(f"sqlite:///{tmp_path / 'clock.sqlite'}")
+    with Session(engine) as session, session.begin():
+        amended = Commit(hash="a-amended", authored_at=START, committed_at=START + dt.timedelta(minutes=10))
+        later = Commit(hash="b-from-asv", results_date=START + dt.timedelta(minutes=1))
+        bench = Benchmark(name="loading.X.time_call", version="1", subject="loading.x", area="loading",
+                          metric="time", unit="seconds", higher_is_better=False)
+        machine, env = Machine(name="m", fingerprint="f", profile={}), Environment(name="e")
+        session.add_all([later, amended, bench, machine, env])
+        for c in (later, amended):
+            session.add(_result(bench, machine, c, env, "baseline", 1.0, [1.0]))
+    with Session(engine) as session:
+        commits = ordered(session)
+        assert [c.hash for c in commits] == ["a-amended", "b-from-asv"]
+        assert basis(commits) == ("commit dates", "results' dates")
 
 
 def test_history_is_one_series_per_machine_benchmark_and_parameters(db_url):
