@@ -12,7 +12,8 @@ gives one log ratio, the round is the unit, and the interval is Student's t over
 whatever varies between rounds (load that comes and goes, drift) widens it instead of being
 mistaken for a difference. Rounds that came from several processes carry the process as a
 group: the interval then also holds the variation between processes. `paired` applies it to
-stored rounds (`Round`: each side's block of calls, seconds and other processes' load): rounds
+stored rounds (`proofbench.rounds.Round`: each side's block of calls, seconds and other
+processes' load): rounds
 whose two sides saw unequal load are left out, and the outcome is faster, slower, no
 significant difference, or inconclusive with the reason (`Why`).
 """
@@ -26,6 +27,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats as _stats
 
+from proofbench.rounds import Block, Round
 from proofbench.variation import Between, Group, combined, disagree
 from proofbench.variation import groups as _summaries
 
@@ -244,63 +246,9 @@ def _logs(numerators: Sequence[float], denominators: Sequence[float], groups: Se
     return logs, np.asarray([r[2] for r in rows]), None if orders is None else np.asarray([r[3] for r in rows], bool)
 
 
-# -- paired rounds as measured and stored ---------------------------------------------
+# -- paired rounds: their outcome ----------------------------------------------------
 
-UNEQUAL_LOAD = 0.5  # cores: a round whose two blocks saw other processes' load differ by more is left out
-# A load is read from /proc/stat's clock ticks (10 ms each): over a block of d seconds two ticks'
-# error is 0.02 / d cores, which the comparison allows for (1 core for a 20 ms block).
-TICK_ERROR = 0.02
 MOST_ROUNDS_LEFT_OUT = 0.5  # more than this share of rounds left out: the two sides did not see like conditions
-
-
-@dataclass(frozen=True)
-class Block:
-    """One side's block of calls in a round: how many, their total seconds, and the CPU other
-    processes used meanwhile, in cores (None where it could not be read)."""
-
-    calls: int
-    seconds: float
-    load: float | None = None
-
-    @property
-    def per_call(self) -> float:
-        return self.seconds / self.calls if self.calls > 0 else math.nan
-
-
-@dataclass(frozen=True)
-class Round:
-    """One round of a paired measurement: side a's block, side b's, which ran first, and the
-    process that measured it (rounds may come from several)."""
-
-    a: Block
-    b: Block
-    a_first: bool = True
-    process: int = 0
-
-    def comparable(self, heavy: float | None = None) -> bool:
-        """Both sides saw like conditions: their loads differ by at most `UNEQUAL_LOAD` cores and,
-        given `heavy`, neither exceeds it (a load that takes cores the measured code needs), each
-        within the reading's error over the shorter block (`TICK_ERROR`)."""
-        la, lb = self.a.load, self.b.load
-        if la is None or lb is None:
-            return True
-        shortest = min(self.a.seconds, self.b.seconds)
-        slack = TICK_ERROR / shortest if shortest > 0 else math.inf
-        return abs(la - lb) <= UNEQUAL_LOAD + slack and (heavy is None or max(la, lb) <= heavy + slack)
-
-    def to_dict(self) -> dict:
-        """The compact form the sidecar and the database keep."""
-        return {"a": [self.a.calls, self.a.seconds, self.a.load], "b": [self.b.calls, self.b.seconds, self.b.load],
-                "first": "a" if self.a_first else "b", "process": self.process}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "Round":
-        """The inverse of `to_dict`; ValueError on a malformed entry."""
-        try:
-            a, b = (Block(int(x[0]), float(x[1]), None if x[2] is None else float(x[2])) for x in (data["a"], data["b"]))
-            return cls(a, b, data.get("first", "a") == "a", int(data.get("process", 0)))
-        except (KeyError, IndexError, TypeError) as exc:
-            raise ValueError(f"malformed round {data!r}: {exc}") from None
 
 
 class Why(StrEnum):

@@ -33,7 +33,8 @@ from proofbench.measure.bench import SubjectBenchmark
 from proofbench.measure.gpu_watch import GpuConditions
 from proofbench.measure.noise import OtherLoad
 from proofbench.reports.formatting import verdict_reason
-from proofbench.stats import Block, Round, paired
+from proofbench.rounds import Block, Round
+from proofbench.stats import paired
 
 COMMIT = "a" * 40
 CPU_ENV, CUDA_ENV = "existing-py_cpu", "existing-py_cuda"

@@ -10,7 +10,7 @@ from proofbench.errors import DeclarationError, InputError
 from proofbench.measure import pairing
 from proofbench.measure.interleave import Measured, Plan, Sampled, alternate
 from proofbench.profile import get_profile, load_profiles
-from proofbench.stats import Block, Round
+from proofbench.rounds import Block, Round
 
 DISTANCE = Metric("max_abs_diff", "abs", higher_is_better=False)
 

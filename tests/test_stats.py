@@ -6,13 +6,12 @@ import numpy as np
 import pytest
 
 from proofbench.reports.formatting import speedup_words
+from proofbench.rounds import Block, Round
 from proofbench.stats import (
     MIN_ROUNDS,
     MIN_SAMPLES,
-    Block,
     Difference,
     Reduction,
-    Round,
     Why,
     paired,
     round_ratio,

@@ -12,7 +12,8 @@ from scipy import stats as scipy_stats
 
 from proofbench.analysis.comparison import pooled_between
 from proofbench.reports.formatting import speedup_words
-from proofbench.stats import Block, Difference, Round, Why, paired, process_groups, round_ratio
+from proofbench.rounds import Block, Round
+from proofbench.stats import Difference, Why, paired, process_groups, round_ratio
 from proofbench.variation import Between, Group, combined, groups, pooled
 
 PROCESS_SD = 0.02  # one process's own effect on the log ratio (2%), as measured between processes here

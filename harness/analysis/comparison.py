@@ -22,7 +22,8 @@ from proofbench.db.models import Benchmark, Commit, Machine, Result
 from proofbench.declare import within_tolerance
 from proofbench.measure.gpu_watch import GpuConditions
 from proofbench.measure.pairing import worst
-from proofbench.stats import Paired, Reduction, Round, Spread, paired, process_groups, speedup, spread, unpaired
+from proofbench.rounds import Round
+from proofbench.stats import Paired, Reduction, Spread, paired, process_groups, speedup, spread, unpaired
 from proofbench.variation import Between, pooled
 
 

@@ -25,7 +25,8 @@ from typing import Any, Callable
 
 from proofbench.measure.noise import OtherLoad
 from proofbench.measure.timer import sync_clock
-from proofbench.stats import MIN_ROUNDS, Block, Round, Why, paired
+from proofbench.rounds import Block, Round
+from proofbench.stats import MIN_ROUNDS, Why, paired
 
 Clock = Callable[[], float]
 LoadProbe = Callable[[], Any]  # a context manager factory whose result has `.cores` after exit

@@ -38,7 +38,8 @@ from proofbench.declare import Subject, Variant, Workload
 from proofbench.measure import processes
 from proofbench.measure.interleave import Measured, Plan, Sampled, Side, alternate
 from proofbench.profile import Profile
-from proofbench.stats import Round, paired
+from proofbench.rounds import Round
+from proofbench.stats import paired
 
 DOCUMENT_VERSION = 1
 # Other processes' load, in cores, beyond the cores the run leaves free, that makes a round heavy:
