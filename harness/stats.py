@@ -13,9 +13,8 @@ whatever varies between rounds (load that comes and goes, drift) widens it inste
 mistaken for a difference. Rounds that came from several processes carry the process as a
 group: the interval then also holds the variation between processes. `paired` applies it to
 stored rounds (`proofbench.rounds.Round`: each side's block of calls, seconds and other
-processes' load): rounds
-whose two sides saw unequal load are left out, and the outcome is faster, slower, no
-significant difference, or inconclusive with the reason (`Why`).
+processes' load): rounds whose two sides saw unequal load are left out, and the outcome is
+faster, slower, no significant difference, or inconclusive with the reason (`Why`).
 """
 from __future__ import annotations
 
