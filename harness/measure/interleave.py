@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from proofbench.measure.noise import OtherLoad
 from proofbench.measure.timer import sync_clock
 from proofbench.rounds import Block, Round
-from proofbench.stats import MIN_ROUNDS, Why, paired
+from proofbench.stats import MIN_ROUNDS, Paired, Why, paired
 
 Clock = Callable[[], float]
 LoadProbe = Callable[[], Any]  # a context manager factory whose result has `.cores` after exit
@@ -63,6 +63,11 @@ class Plan:
         return {"budget": self.budget, "precision": self.precision, "min_rounds": self.min_rounds,
                 "block": self.block, "max_rounds": self.max_rounds, "heavy": self.heavy,
                 "processes": self.processes, "warmup": self.warmup, "between_runs": self.between_runs}
+
+    def judged(self, rounds: Sequence[Round]) -> Paired:
+        """`rounds` as this plan judges them: its precision, minimum rounds, heavy load and
+        variation between runs (`proofbench.stats.paired`)."""
+        return paired(rounds, self.precision, self.min_rounds, self.heavy, between_runs=self.between_runs)
 
     def part(self) -> "Plan":
         """One process's part of a plan shared by `processes`: its share of the budget and of the
@@ -136,7 +141,7 @@ def _done(rounds: list[Round], plan: Plan, spent: float) -> bool:
         return False
     if spent >= plan.budget or len(rounds) >= plan.max_rounds:
         return True
-    summary = paired(rounds, plan.precision, plan.min_rounds, plan.heavy, between_runs=plan.between_runs)
+    summary = plan.judged(rounds)
     return (summary.kept >= plan.min_rounds and summary.ratio.half_width <= plan.precision
             and summary.why is not Why.UNDECIDED)
 

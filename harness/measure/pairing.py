@@ -16,7 +16,7 @@ The document (version `DOCUMENT_VERSION`), in the sidecar record's `rounds` fiel
 
     {"version": 1,
      "plan": {"budget", "precision", "min_rounds", "block", "max_rounds", "heavy", "processes",
-              "warmup"},
+              "warmup", "between_runs"},
      "rounds": [{"a": [calls, seconds, load], "b": [...], "first": "a" | "b", "process": 0}, ...],
      "checks": {"baseline": [[round, value], ...], "variant": [[round, value], ...],
                 "states": [[round, "reading"], ...]},
@@ -112,7 +112,7 @@ def merged(parts: list[tuple[Measured, Checked]]) -> tuple[Measured, Checked]:
 def asv_value(measured: Measured, plan_: Plan) -> float:
     """What asv keeps for a pair: the estimate over the rounds kept, else over all rounds (asv
     reads NaN as "skipped"); the verdict is derived from the stored rounds, never from this."""
-    kept = paired(measured.rounds, plan_.precision, plan_.min_rounds, plan_.heavy, between_runs=plan_.between_runs)
+    kept = plan_.judged(measured.rounds)
     return kept.estimate if math.isfinite(kept.estimate) else paired(measured.rounds).estimate
 
 
