@@ -50,11 +50,18 @@ def place(session: Session, hashes: Sequence[str], branch: str) -> int:
 BASES = ("first-parent history", "commit dates", "results' dates", "measurement or ingest order")
 
 
+def _dated(commit: Commit) -> tuple[int, dt.datetime | None]:
+    # the date that orders a commit without a position, and which of BASES it is (3: none)
+    for basis_index, when in ((1, commit.authored_at), (2, commit.results_date), (1, commit.committed_at)):
+        if when is not None:
+            return basis_index, aware(when)
+    return 3, None
+
+
 def order_key(commit: Commit, measured_at: dt.datetime | None = None) -> tuple:
     """Sort key of commit order: position, else the author date (the repository's, else asv's;
     see the module docstring), else when it was measured, else ingest order."""
-    when = (aware(commit.authored_at) or aware(commit.results_date) or aware(commit.committed_at)
-            or aware(measured_at))
+    when = _dated(commit)[1] or aware(measured_at)
     return (commit.position is None, commit.position or 0, when is None, when or _EPOCH, commit.id)
 
 
@@ -64,8 +71,7 @@ def basis(commits: Sequence[Commit]) -> tuple[str, ...]:
     the results files, or when they were measured and ingested (as `order_key` takes them)."""
     used = set()
     for c in commits:
-        used.add(0 if c.position is not None else 1 if c.authored_at else 2 if c.results_date
-                 else 1 if c.committed_at else 3)
+        used.add(0 if c.position is not None else _dated(c)[0])
     return tuple(BASES[i] for i in sorted(used))
 
 
