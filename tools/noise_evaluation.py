@@ -114,8 +114,10 @@ def _key(record: dict) -> tuple[str, str, str]:
     return record["subject"], record["size"], record["variant"]
 
 
-def compare(quiet: list[Run], loaded: Run | None) -> dict:
-    """Per comparison and overall: spread, coverage, inconclusive share, the loaded run's outcome."""
+def compare(quiet: list[Run], loaded: Run | None, held: float = 0.0) -> dict:
+    """Per comparison and overall: spread, coverage, inconclusive share, the loaded run's outcome,
+    and the variation between runs beyond the rounds' intervals (`held`: the profile's
+    `between_runs`, already in every interval)."""
     keys = sorted({_key(r) for run in quiet for r in run.records if r["speedup"] is not None})
     rows, covered, pairs, inconclusive, decided = [], 0, 0, 0, 0
     for key in keys:
@@ -124,7 +126,7 @@ def compare(quiet: list[Run], loaded: Run | None) -> dict:
         words = [r["verdict"] if r else None for r in found]
         row = {"subject": key[0], "size": key[1], "variant": key[2], "estimates": estimates, "words": words,
                "max_over_min": max(estimates) / min(estimates) if estimates else None, "covers": [],
-               **_spreads(found, estimates)}
+               **_spreads(found, estimates, held)}
         for i, r in enumerate(found):
             others = [e for j, e in enumerate(estimates) if j != i]
             if r is None or not r["speedup"] or r["speedup"]["low"] is None or not others:
@@ -140,35 +142,32 @@ def compare(quiet: list[Run], loaded: Run | None) -> dict:
             "inconclusive_share": inconclusive / decided if decided else None,
             "spread_ok": sum(1 for r in rows if r["max_over_min"] and r["max_over_min"] <= 1.10), "comparisons": len(rows),
             "loaded_ok": sum(1 for r in rows if r.get("loaded_ok")) if loaded else None,
-            "flips": sum(1 for r in rows if r.get("flip")) if loaded else None}
+            "flips": sum(1 for r in rows if r.get("flip")) if loaded else None,
+            "between_runs": held, "beyond_rounds": _pooled([r["excess_variance"] for r in rows])}
 
 
-def _spreads(found: list[dict | None], estimates: list[float]) -> dict:
+def _spreads(found: list[dict | None], estimates: list[float], held: float) -> dict:
     """How far the runs' estimates lie apart (the standard deviation of their logs, as a
     fraction) beside how wide each run said its own figure was (the mean half width of the 95%
     intervals, as a fraction): an interval holds the other runs' figures only where the second is
-    about twice the first or more."""
-    widths = [math.log(r["speedup"]["high"] / r["speedup"]["low"]) / 2 for r in found
-              if r and r["speedup"] and r["speedup"]["low"] and r["speedup"]["high"]]
+    about twice the first or more. And the variance of the log estimates beyond what the rounds'
+    intervals hold, `held` (the profile's `between_runs`) taken back out of them (see
+    the module docstring; None with fewer than two runs that gave an interval)."""
+    intervals = [r["speedup"] for r in found if r and r["speedup"] and r["speedup"]["estimate"]
+                 and r["speedup"]["low"] and r["speedup"]["high"]]
+    widths = [math.log(s["high"] / s["low"]) / 2 for s in intervals]
     between = statistics.stdev(math.log(e) for e in estimates) if len(estimates) > 1 else None
+    own = [max(0.0, (w / 1.96) ** 2 - math.log1p(held) ** 2) for w in widths]
+    excess = (statistics.variance([math.log(s["estimate"]) for s in intervals]) - statistics.fmean(own)
+              if len(intervals) > 1 else None)
     return {"between_runs_sd": math.expm1(between) if between is not None else None,
-            "mean_half_width": math.expm1(statistics.fmean(widths)) if widths else None}
+            "mean_half_width": math.expm1(statistics.fmean(widths)) if widths else None,
+            "excess_variance": excess}
 
 
-def beyond_rounds(rows: list[dict], quiet: list[Run], held: float) -> float | None:
-    """The standard deviation between runs beyond the rounds' own intervals, pooled over the
-    comparisons (a fraction; see the module docstring); `held` is the profile's `between_runs`,
-    already in every interval."""
-    terms = []
-    for row in rows:
-        key = (row["subject"], row["size"], row["variant"])
-        found = [r for run in quiet for r in run.records if _key(r) == key and r["speedup"]
-                 and r["speedup"]["low"] and r["speedup"]["high"] and r["speedup"]["estimate"]]
-        if len(found) < 2:
-            continue
-        own = [max(0.0, (math.log(r["speedup"]["high"] / r["speedup"]["low"]) / (2 * 1.96)) ** 2
-                   - math.log1p(held) ** 2) for r in found]
-        terms.append(statistics.variance([math.log(r["speedup"]["estimate"]) for r in found]) - statistics.fmean(own))
+def _pooled(excess: list[float | None]) -> float | None:
+    # the comparisons' variances beyond their intervals, pooled, as a standard deviation (a fraction)
+    terms = [x for x in excess if x is not None]
     return math.expm1(math.sqrt(max(0.0, statistics.fmean(terms)))) if terms else None
 
 
@@ -237,9 +236,8 @@ def main(argv: list[str] | None = None) -> None:
     else:
         quiet = [measure(f"quiet-{i + 1}", out, args.profile, bench, loaded=False) for i in range(runs)]
         loaded = None if args.no_loaded else measure("loaded", out, args.profile, bench, loaded=True)
-    result = compare(quiet, loaded)
     held = get_profile(args.profile, project_file.require(None).profiles).between_runs
-    result.update(between_runs=held, beyond_rounds=beyond_rounds(result["rows"], quiet, held))
+    result = compare(quiet, loaded, held)
     _print(quiet, loaded, result, capture().name)
     document = {"runs": [{"name": r.name, "seconds": r.seconds, "other_load": r.other_load, "records": r.records}
                          for r in [*quiet, *([loaded] if loaded else [])]], "result": result}
