@@ -189,6 +189,8 @@ def undecided(why: str, estimate: float | None = None, low: float | None = None,
         Why.PROCESSES_DISAGREE: lambda: f"its processes disagreed beyond the run's variation between processes "
                                         f"({_half_width(estimate, low, high)} after {total} rounds)",
         Why.UNDECIDED: lambda: f"cannot tell it from no difference ({_interval(low, high)} after {total} rounds)",
+        Why.BORDERLINE: lambda: f"too close to call ({_interval(low, high)} after {total} rounds: an edge "
+                                f"within the variation between runs of no difference)",
     }
     return words[why]() if why in words else str(why)
 

@@ -210,6 +210,51 @@ def test_an_interval_that_holds_1_and_reaches_beyond_the_precision_decides_nothi
     assert 1 / 1.05 < s.low < 1 < s.high < 1.05 and (s.difference, s.why) == (Difference.NONE, Why.INTERVAL)
 
 
+def _runs_of(effect: float, seed: int, between_runs: float, runs: int = 300) -> list[Difference]:
+    # `runs` separate runs of one effect: each run's own effect (sd 0.5%, which its rounds cannot
+    # show; the quick evaluation's inference-mode speedup moved 0.2-0.6% between runs) and 12
+    # rounds of block noise (sd 1.5%); the word each run decides
+    rng = np.random.default_rng(seed)
+    words = []
+    for _ in range(runs):
+        base = effect * np.exp(rng.normal(0, 0.005) + rng.normal(0, 0.015, 12))
+        words.append(paired(_rounds(base, np.ones(12)), between_runs=between_runs).difference)
+    return words
+
+
+def _split(words: list[Difference]) -> tuple[int, int, int]:
+    # (faster, another decided word, inconclusive)
+    decided = [w for w in words if w is not Difference.INCONCLUSIVE]
+    faster = sum(w is Difference.FASTER for w in decided)
+    return faster, len(decided) - faster, len(words) - len(decided)
+
+
+def test_an_effect_at_the_edge_of_what_runs_repeat_is_too_close_to_call_not_a_word_that_flips():
+    # A 2% effect: the interval's lower edge sits near 1, so a word decided by "does it hold 1"
+    # depends on the run (the quick evaluation's inference-mode speedup at 1.016-1.025 read
+    # "faster" in four of ten runs and "no significant difference" in six; the rule without the
+    # margin read 113 and 185 of these 300). With the edges held clear of 1 by the variation
+    # between runs, most runs say "inconclusive" and the decided ones nearly all agree.
+    faster, other, undecided = _split(_runs_of(1.02, 7, between_runs=0.01))
+    assert min(faster, other) <= 0.05 * 300 and undecided >= 0.7 * 300
+    # Clear effects still get their word in nearly every run, no effect too.
+    assert _split(_runs_of(1.10, 8, between_runs=0.01))[0] == 300
+    assert _split(_runs_of(1.0, 9, between_runs=0.01))[1] >= 0.85 * 300
+    # A profile that states no variation between runs keeps the plain rule: the runs split.
+    faster, other, _ = _split(_runs_of(1.02, 7, between_runs=0.0))
+    assert faster > 0.5 * 300 and other > 0.05 * 300
+
+
+def test_an_interval_edge_within_the_variation_between_runs_of_1_is_too_close_to_call():
+    rounds = _rounds([1.027, 1.021, 1.025, 1.023, 1.026, 1.022, 1.024, 1.025], [1.0] * 8)
+    alone = paired(rounds)
+    assert alone.low > 1.0 and alone.difference is Difference.FASTER
+    held = paired(rounds, between_runs=0.01)
+    assert held.low < 1.01 and (held.difference, held.why) == (Difference.INCONCLUSIVE, Why.BORDERLINE)
+    assert speedup_words(held).startswith("inconclusive: too close to call (interval ")
+    assert "an edge within the variation between runs of no difference" in speedup_words(held)
+
+
 def test_too_few_rounds_decide_nothing():
     s = paired(_rounds([2.0, 2.1, 1.9, 2.0], [1.0] * 4), min_rounds=6)
     assert (s.difference, s.why) == (Difference.INCONCLUSIVE, Why.TOO_FEW_ROUNDS)

@@ -8,7 +8,8 @@ Each block records its calls, its seconds and the CPU that other processes used 
 (`OtherLoad`), so a burst of load that hit one side and not the other can be left out
 afterwards. Rounds go on until the ratio's interval (`proofbench.stats.paired`, the same
 statistic the reports derive from the stored rounds) is within the plan's precision and decides
-(it lies above 1, below 1, or within the precision of 1), or the budget is spent.
+(it lies above 1, below 1, or within the precision of 1, its edges clear of 1 by the variation
+between runs), or the budget is spent.
 
 Before the counted rounds, uncounted ones warm both sides for the plan's `warmup` seconds: the
 first rounds after a call sized the blocks ran 3-7% off the rest for several subjects here
@@ -143,7 +144,7 @@ def _done(rounds: list[Round], plan: Plan, spent: float) -> bool:
         return True
     summary = plan.judged(rounds)
     return (summary.kept >= plan.min_rounds and summary.ratio.half_width <= plan.precision
-            and summary.why is not Why.UNDECIDED)
+            and summary.why not in (Why.UNDECIDED, Why.BORDERLINE))
 
 
 def _warm(side: Side, clock: Clock) -> tuple[float, Any]:
