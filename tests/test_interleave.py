@@ -201,3 +201,53 @@ def test_rounds_stop_at_an_even_count_so_each_order_runs_as_often():
     measured, s = _measure(Machine(lambda now, side: 0.0), plan)
     assert len(measured.rounds) == 6
     assert sum(r.a_first for r in measured.rounds) == 3
+
+
+def test_the_garbage_collector_is_paused_inside_every_timed_block_and_runs_between_them():
+    # asv samples with the collector off; so do the rounds, or a full collection (70-480 ms in a
+    # process holding a tokenizer and a model here) lands in whichever side's block set it off
+    import gc
+
+    machine = Machine(lambda now, side: 0.0)
+    seen = []
+
+    def garbage_maker(side):
+        work = machine.call(side, 0.01)
+
+        def run():
+            seen.append(gc.isenabled())
+            for _ in range(2000):  # cyclic garbage: enough to set off collections
+                node = []
+                node.append(node)
+            return work()
+        return run
+
+    collections = []
+    gc.callbacks.append(lambda phase, info: collections.append(phase) if phase == "start" else None)
+    try:
+        assert gc.isenabled()
+        measured = alternate(Side(garbage_maker("a")), Side(garbage_maker("b")),
+                             Plan(budget=1.0, precision=0.05, min_rounds=6, block=0.05),
+                             clock=machine.clock, load=machine.probe)
+    finally:
+        gc.callbacks.pop()
+    counted = sum(r.a.calls + r.b.calls for r in measured.rounds)
+    assert counted >= 12 and seen.count(False) >= counted  # every call of every counted block
+    assert collections and gc.isenabled()  # the collector ran, between blocks, and is on again
+
+
+def test_a_collector_already_off_stays_off():
+    import gc
+
+    from proofbench.measure.timer import collector_paused
+
+    gc.disable()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()

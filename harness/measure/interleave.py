@@ -5,7 +5,8 @@ alternates from round to round (a b, b a, a b, ...), so a steady drift falls on 
 and rounds stop at an even count, so each order is measured as often as the other (the side that
 goes first in a round follows its own block: `proofbench.stats` removes what that is worth).
 Each block records its calls, its seconds and the CPU that other processes used while it ran
-(`OtherLoad`), so a burst of load that hit one side and not the other can be left out
+(`OtherLoad`), with Python's garbage collector paused as asv's samples have it
+(`proofbench.measure.timer.collector_paused`), so a burst of load that hit one side and not the other can be left out
 afterwards. Rounds go on until the ratio's interval (`proofbench.stats.paired`, the same
 statistic the reports derive from the stored rounds) is within the plan's precision and decides
 (it lies above 1, below 1, or within the precision of 1, its edges clear of 1 by the variation
@@ -25,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 from proofbench.measure.noise import OtherLoad
-from proofbench.measure.timer import sync_clock
+from proofbench.measure.timer import collector_paused, sync_clock
 from proofbench.rounds import Block, Round
 from proofbench.stats import MIN_ROUNDS, Paired, Why, paired
 
@@ -118,7 +119,7 @@ def _calls(per_call: float, block: float) -> int:
 
 def _block(side: Side, calls: int, clock: Clock, load: LoadProbe) -> tuple[Block, Any, Any]:
     out = state = None
-    with load() as seen:
+    with load() as seen, collector_paused():
         if side.before is None:
             state = side.probe() if side.probe is not None else None
             start = clock()
