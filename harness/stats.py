@@ -373,7 +373,7 @@ def paired(rounds: Sequence[Round], precision: float = 0.05, min_rounds: int = M
 
 
 def _outcome(ratio: RoundRatio, rounds: int, kept: int, precision: float,
-             min_rounds: int, margin: float = 0.0) -> tuple[Difference, Why]:
+             min_rounds: int, margin: float) -> tuple[Difference, Why]:
     if rounds and (rounds - kept) / rounds > MOST_ROUNDS_LEFT_OUT:
         return Difference.INCONCLUSIVE, Why.UNEQUAL_LOAD
     if kept < max(min_rounds, MIN_ROUNDS) or not math.isfinite(ratio.estimate):

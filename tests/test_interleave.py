@@ -2,10 +2,13 @@
 of the moment, and the load probe reading the same trace. Exact, so the rules are tested exactly."""
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 
 from proofbench.measure.interleave import Plan, Side, alternate
+from proofbench.measure.timer import collector_paused
 from proofbench.stats import Difference, Why, paired
 
 STEP = 0.001  # seconds of simulated time per step
@@ -206,8 +209,6 @@ def test_rounds_stop_at_an_even_count_so_each_order_runs_as_often():
 def test_the_garbage_collector_is_paused_inside_every_timed_block_and_runs_between_them():
     # asv samples with the collector off; so do the rounds, or a full collection (70-480 ms in a
     # process holding a tokenizer and a model here) lands in whichever side's block set it off
-    import gc
-
     machine = Machine(lambda now, side: 0.0)
     seen = []
 
@@ -237,10 +238,6 @@ def test_the_garbage_collector_is_paused_inside_every_timed_block_and_runs_betwe
 
 
 def test_a_collector_already_off_stays_off():
-    import gc
-
-    from proofbench.measure.timer import collector_paused
-
     gc.disable()
     try:
         with collector_paused():

@@ -299,9 +299,9 @@ def test_trimmed_rounds_cover_clean_rounds_and_shrug_off_bursts():
 
 def test_one_round_far_off_moves_neither_the_order_s_effect_nor_the_interval_much():
     # The batched text tokenizer's rounds here: 4.0-4.2 but for one at 1.1 (its variant's call ran
-    # 3.5x slower once), among 16 rounds. A plain mean of its order moved every round of both
-    # orders by a sixth of that round's distance and left two clusters 17% apart (+-8.7%); taken
-    # out with the trimmed means the estimate uses, the interval is the other rounds' spread.
+    # 3.5x slower once), among 16 rounds. It moved a plain mean of its order by an eighth of its
+    # distance and left the rounds in two clusters 17% apart (+-8.7%); taken out with the trimmed
+    # means the estimate uses, the interval is the other rounds' spread.
     rng = np.random.default_rng(4)
     base = 4.1 * np.exp(rng.normal(0, 0.015, 16))
     base[3] = 1.1

@@ -6,8 +6,8 @@ and rounds stop at an even count, so each order is measured as often as the othe
 goes first in a round follows its own block: `proofbench.stats` removes what that is worth).
 Each block records its calls, its seconds and the CPU that other processes used while it ran
 (`OtherLoad`), with Python's garbage collector paused as asv's samples have it
-(`proofbench.measure.timer.collector_paused`), so a burst of load that hit one side and not the other can be left out
-afterwards. Rounds go on until the ratio's interval (`proofbench.stats.paired`, the same
+(`proofbench.measure.timer.collector_paused`), so a burst of load that hit one side and not the
+other can be left out afterwards. Rounds go on until the ratio's interval (`proofbench.stats.paired`, the same
 statistic the reports derive from the stored rounds) is within the plan's precision and decides
 (it lies above 1, below 1, or within the precision of 1, its edges clear of 1 by the variation
 between runs), or the budget is spent.
