@@ -106,6 +106,32 @@ def test_a_range_off_the_branch_is_refused(merged_repo):
         history.commits(repo, "main", "no-such-branch")
 
 
+def test_a_hash_file_names_commits_in_any_order_and_they_come_back_in_the_branchs(merged_repo, tmp_path):
+    # as asv takes a range: HASHFILE:PATH, one revision a line (a job measuring every Nth commit)
+    repo, c = merged_repo
+    listed = tmp_path / "every-other.txt"
+    listed.write_text(f"{c['c']}\n\n# the first one, abbreviated\n{c['a'][:10]}  # and a comment\nmain~1\n")
+    assert history.commits(repo, "main", f"HASHFILE:{listed}") == (c["a"], c["merge"], c["c"])
+    assert history.commits(repo, "main", f"HASHFILE:{listed}", since="2026-11-01T06:00:00+00:00") == (
+        c["merge"], c["c"])
+
+
+def test_a_bad_hash_file_is_refused_naming_the_file_and_line(merged_repo, tmp_path):
+    repo, c = merged_repo
+    listed = tmp_path / "hashes.txt"
+    with pytest.raises(InputError, match=r"hashes\.txt: cannot read the list of commits"):
+        history.commits(repo, "main", f"HASHFILE:{listed}")
+    listed.write_text(f"{c['a']}\nnot-a-commit\n")
+    with pytest.raises(InputError, match=r"hashes\.txt, line 2: 'not-a-commit' names no commit"):
+        history.commits(repo, "main", f"HASHFILE:{listed}")
+    listed.write_text(f"{c['a']}\n{c['f1']}\n")
+    with pytest.raises(InputError, match=f"commit {c['f1'][:8]} .* is not on main's first-parent history"):
+        history.commits(repo, "main", f"HASHFILE:{listed}")
+    listed.write_text("# nothing\n")
+    with pytest.raises(InputError, match="no commits"):
+        history.commits(repo, "main", f"HASHFILE:{listed}")
+
+
 def _row(session, commit_id, bench, machine, env, value):
     session.add(Result(benchmark_id=bench.id, machine_id=machine.id, commit_id=commit_id, environment_id=env.id,
                        params={"variant": "baseline", "size": "tiny"}, params_key='["baseline", "tiny"]',

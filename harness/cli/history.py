@@ -10,8 +10,9 @@ from proofbench.cli.common import add_db_option, engine, progress_bar, project, 
 def add_parser(sub) -> None:
     parser = sub.add_parser("history", help="measure a range of commits (asv virtualenv), ingest them")
     parser.add_argument("range", nargs="?", default=None,
-                        help="git range, e.g. HEAD~20..HEAD (default: the branch's whole first-parent history; "
-                             "narrow it with --since)")
+                        help="git range, e.g. HEAD~20..HEAD, or HASHFILE:PATH, a file of commits one a line (as "
+                             "asv takes them: a job that measures every Nth commit lists them); default: the branch's "
+                             "whole first-parent history; narrow it with --since")
     parser.add_argument("--since", metavar="DATE", help="only commits committed on or after DATE (git's --since)")
     parser.add_argument("--branch", default=None, help="the branch whose first-parent history orders the series "
                         "(default: asv.conf.json's first branch, else the current one)")

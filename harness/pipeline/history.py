@@ -64,6 +64,7 @@ BUILD_FAILED = "the commit did not build or install (see asv's output of the his
 # it has its own copies of, path hooks (.pth files are not read from a path entry anyway), and
 # the distribution under test, which comes from the commit being measured.
 _PRIVATE = r"^(pip|setuptools|pkg_resources|_distutils_hack|wheel)([-_.].*)?$|^__editable__|\.pth$|^__pycache__$"
+HASHFILE = "HASHFILE:"  # asv's prefix of a range given as a file of commits
 _COMMIT_LINE = re.compile(r"For \S+ commit ([0-9a-f]{8})")
 
 
@@ -100,9 +101,13 @@ def default_branch(layout: Layout, repo: Path) -> str:
 
 
 def commits(repo: Path, branch: str, spec: str | None = None, since: str | None = None) -> tuple[str, ...]:
-    """The commits of `spec` (`A..B`, or a revision and its history; default: the branch),
-    committed at or after `since`, oldest first, on `branch`'s first-parent history."""
-    found = tuple(git.first_parent(repo, spec or branch, since))
+    """The commits of `spec` (`A..B`, a revision and its history, or as asv takes them
+    `HASHFILE:PATH`, a file of revisions one a line; default: the branch), committed at or after
+    `since`, oldest first, on `branch`'s first-parent history."""
+    if spec and spec.startswith(HASHFILE):
+        found = _listed(repo, Path(spec[len(HASHFILE):]).expanduser(), branch, since)
+    else:
+        found = tuple(git.first_parent(repo, spec or branch, since))
     if not found:
         raise InputError(f"{repo}: no commits in {spec or branch!r}" + (f" since {since}" if since else ""))
     on_branch = set(git.first_parent(repo, branch))
@@ -111,6 +116,26 @@ def commits(repo: Path, branch: str, spec: str | None = None, since: str | None 
         raise InputError(f"{repo}: commit {stray[0][:8]} of {spec or branch!r} is not on {branch}'s first-parent "
                          f"history (series follow one branch; pass --branch)")
     return found
+
+
+def _listed(repo: Path, path: Path, branch: str, since: str | None) -> tuple[str, ...]:
+    """The commits a hash file names (blank lines and `#` comments skipped), in `branch`'s order."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read the list of commits ({exc.__class__.__name__}: {exc})") from None
+    named = set()
+    for number, line in enumerate(lines, 1):
+        rev = line.split("#", 1)[0].strip()
+        if not rev:
+            continue
+        full = git.rev_parse(repo, rev)
+        if full is None:
+            raise InputError(f"{path}, line {number}: {rev!r} names no commit of {repo} (expected a revision a line)")
+        named.add(full)
+    on_branch = git.first_parent(repo, branch)
+    stray = tuple(sorted(named - set(on_branch)))  # kept for commits() to name
+    return tuple(c for c in git.first_parent(repo, branch, since) if c in named) + stray
 
 
 def _project_site() -> Path:
@@ -203,7 +228,7 @@ def asv_command(config: Path, machine: str, hashfile: Path, bench: str | None, r
         cmd.append("--skip-existing")
     if bench:
         cmd.append(f"--bench={bench}")
-    return cmd + [f"HASHFILE:{hashfile}"]
+    return cmd + [f"{HASHFILE}{hashfile}"]
 
 
 def sections(log: str, hashes: tuple[str, ...]) -> list[tuple[str, str]]:
