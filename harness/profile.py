@@ -42,7 +42,8 @@ class Profile:
     preparing its own workload (`proofbench.measure.processes`); uncounted rounds warm both sides
     for `pair_warmup` seconds first. `between_runs` is the speedup's standard deviation from one
     run to the next that a run's rounds cannot show (a fraction, 0.01 = 1%; `make evaluate-noise`
-    measures it on a machine), held by every speedup's interval.
+    measures it on a machine), held by every speedup's interval. `no_difference` is the widest
+    difference a "no significant difference" may leave open (a fraction; 0: the precision).
     """
 
     name: str
@@ -62,6 +63,7 @@ class Profile:
     processes: int = 1
     pair_warmup: float = 0.0
     between_runs: float = 0.0
+    no_difference: float = 0.0
 
     def __post_init__(self) -> None:
         where = f"profile {self.name[:60]!r}"
@@ -92,13 +94,15 @@ class Profile:
         _whole(where, "min_rounds", self.min_rounds, 3, MAX_ROUNDS)
         _whole(where, "processes", self.processes, 1, MAX_PROCESSES)
         _seconds(where, "pair_warmup", self.pair_warmup, low_open=False)
-        if not (isinstance(self.between_runs, (int, float)) and not isinstance(self.between_runs, bool)
-                and 0 <= self.between_runs < 1):
-            raise DeclarationError(f"{where}: between_runs must be a fraction from 0 up to 1, e.g. 0.01, "
-                                   f"got {self.between_runs!r}")
+        _fraction(where, "between_runs", self.between_runs, "0.01")
+        _fraction(where, "no_difference", self.no_difference, "0.03")
         if not (isinstance(self.precision, float) and 0 < self.precision < 1):
             raise DeclarationError(f"{where}: precision must be a fraction between 0 and 1, e.g. 0.05, "
                                    f"got {self.precision!r}")
+        if self.no_difference and not 2 * self.between_runs < self.no_difference <= self.precision:
+            raise DeclarationError(f"{where}: no_difference must be 0 (the precision) or above twice between_runs "
+                                   f"(an interval holding the variation between runs is that wide) and at most the "
+                                   f"precision, got {self.no_difference!r}")
         for key, seconds in self.budgets:
             _seconds(where, f"budgets.{key[:60]}", seconds, low_open=True)
 
@@ -118,6 +122,12 @@ def _whole(where: str, key: str, value: object, low: int, high: int) -> None:
         raise DeclarationError(f"{where}: {key} must be a whole number from {low} to {high}, got {value!r}")
 
 
+def _fraction(where: str, key: str, value: object, example: str) -> None:
+    # a fraction from 0 up to (not including) 1; true is not a fraction here
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1):
+        raise DeclarationError(f"{where}: {key} must be a fraction from 0 up to 1, e.g. {example}, got {value!r}")
+
+
 def _seconds(where: str, key: str, value: object, low_open: bool) -> None:
     # seconds: a finite number, above 0 (low_open) or at least 0, at most MAX_SECONDS
     number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
@@ -131,7 +141,7 @@ _FIELDS = {"description": str, "device": str, "threads": int, "sizes": list, "ro
            "repeat": list, "warmup_time": (int, float), "bench": str}
 _OPTIONAL = {"pair_budget": (int, float), "precision": float, "min_rounds": int, "block_seconds": (int, float),
              "budgets": dict, "processes": int, "pair_warmup": (int, float),
-             "between_runs": (int, float)}
+             "between_runs": (int, float), "no_difference": (int, float)}
 
 
 def load_profiles(path: Path = PROFILES_FILE) -> dict[str, Profile]:

@@ -261,6 +261,7 @@ class Why(StrEnum):
     PROCESSES_DISAGREE = "the processes disagreed beyond the run's variation between processes"
     UNDECIDED = "the interval holds no difference and one beyond the precision"
     BORDERLINE = "an edge of the interval lies within the variation between runs of no difference"
+    NOT_NEGLIGIBLE = "the interval holds no difference and one beyond the profile's no_difference"
 
 
 @dataclass(frozen=True)
@@ -273,7 +274,9 @@ class Paired:
     `kept` those whose sides saw like load; `load_a`/`load_b` are the mean loads of all rounds;
     `processes` how many processes measured them, and `between` the run's pooled variation
     between processes that the interval holds (None: one process, or none pooled);
-    `between_runs` the profile's variation from one run to the next that it holds too.
+    `between_runs` the profile's variation from one run to the next that it holds too, and
+    `no_difference` the widest difference a "no significant difference" left open (0: the
+    precision).
     """
 
     ratio: RoundRatio
@@ -286,6 +289,7 @@ class Paired:
     processes: int = 1
     between: Between | None = None
     between_runs: float = 0.0
+    no_difference: float = 0.0
 
     @property
     def estimate(self) -> float:
@@ -343,15 +347,19 @@ def _mean_load(blocks: list[Block]) -> float | None:
 
 def paired(rounds: Sequence[Round], precision: float = 0.05, min_rounds: int = MIN_ROUNDS,
            heavy: float | None = None, confidence: float = 0.95, between: Between | None = None,
-           between_runs: float = 0.0) -> Paired:
+           between_runs: float = 0.0, no_difference: float = 0.0) -> Paired:
     """a / b (for time per call: b's speedup over a) from paired rounds, and its outcome.
 
     Inconclusive, with the reason, where fewer than `min_rounds` rounds are kept, where most
     rounds were left out for unequal load, or where the interval is wider than +- `precision`;
-    otherwise the interval decides: above 1 faster, below 1 slower, within +- `precision` of 1
-    no significant difference; one that holds 1 and reaches beyond that is inconclusive (it
-    holds no difference and one the precision would count: a busy run's [0.91, 1.00] beside
-    quiet runs' "slower" at 0.91-0.93 read "no significant difference" before). A word needs
+    otherwise the interval decides: above 1 faster, below 1 slower, within +- `no_difference`
+    of 1 (0: the precision) no significant difference; one that holds 1 and reaches beyond
+    that is inconclusive (it holds no difference and one that counts: a busy run's [0.91,
+    1.00] beside quiet runs' "slower" at 0.91-0.93 read "no significant difference" before;
+    and with the precision as the bound, a 2.5% slowdown whose runs read 0.96-0.99 at
+    +-2.4-3.4% was "slower" in one run and "no significant difference" in the next, both true
+    of it, slower by more than the margin and by no more than 5%, but opposite answers to a
+    reader). A word needs
     the interval's edge clear of 1 by `between_runs`, the variation from one run to the next:
     an edge nearer than that, the next run may put on the other side of 1, so the word would
     not repeat (an effect of 2% read "faster" in four of ten quiet runs and "no significant
@@ -364,16 +372,17 @@ def paired(rounds: Sequence[Round], precision: float = 0.05, min_rounds: int = M
     if ratio.rounds < MIN_ROUNDS:
         ratio = _ratio(rounds, confidence, between, between_runs)  # the figure of all rounds is still shown; it decides nothing
     load_a, load_b = _mean_load([r.a for r in rounds]), _mean_load([r.b for r in rounds])
-    difference, why = _outcome(ratio, len(rounds), len(kept), precision, min_rounds, between_runs)
+    difference, why = _outcome(ratio, len(rounds), len(kept), precision, min_rounds, between_runs,
+                               no_difference or precision)
     if why is Why.TOO_NOISY and ratio.disagreed:
         why = Why.PROCESSES_DISAGREE
     processes = len({r.process for r in rounds})
     return Paired(ratio, len(rounds), len(kept), load_a, load_b, difference, why, processes,
-                  between if processes > 1 else None, between_runs)
+                  between if processes > 1 else None, between_runs, no_difference)
 
 
 def _outcome(ratio: RoundRatio, rounds: int, kept: int, precision: float,
-             min_rounds: int, margin: float) -> tuple[Difference, Why]:
+             min_rounds: int, margin: float, negligible: float) -> tuple[Difference, Why]:
     if rounds and (rounds - kept) / rounds > MOST_ROUNDS_LEFT_OUT:
         return Difference.INCONCLUSIVE, Why.UNEQUAL_LOAD
     if kept < max(min_rounds, MIN_ROUNDS) or not math.isfinite(ratio.estimate):
@@ -389,4 +398,6 @@ def _outcome(ratio: RoundRatio, rounds: int, kept: int, precision: float,
         return Difference.INCONCLUSIVE, Why.BORDERLINE
     if ratio.low < 1.0 / (1.0 + precision) or ratio.high > 1.0 + precision:
         return Difference.INCONCLUSIVE, Why.UNDECIDED
+    if ratio.low < 1.0 / (1.0 + negligible) or ratio.high > 1.0 + negligible:
+        return Difference.INCONCLUSIVE, Why.NOT_NEGLIGIBLE
     return Difference.NONE, Why.INTERVAL

@@ -191,6 +191,8 @@ def undecided(why: str, estimate: float | None = None, low: float | None = None,
         Why.UNDECIDED: lambda: f"cannot tell it from no difference ({_interval(low, high)} after {total} rounds)",
         Why.BORDERLINE: lambda: f"too close to call ({_interval(low, high)} after {total} rounds: an edge "
                                 f"within the variation between runs of no difference)",
+        Why.NOT_NEGLIGIBLE: lambda: f"too close to call ({_interval(low, high)} after {total} rounds: it holds no "
+                                    f"difference and differences beyond what the profile counts as none)",
     }
     return words[why]() if why in words else str(why)
 
@@ -240,6 +242,8 @@ def verdict_reason(verdict) -> str:
         Why.SIGNIFICANT: lambda: rounds,
         Why.SHORT_OF_PROMISE: lambda: f"faster ({rounds}) but below the promised {v.promised:g}x",
         Why.NOT_BETTER: lambda: f"{v.detail} ({rounds})",
+        Why.BELOW_PROMISE: lambda: f"{undecided(v.detail, v.value, v.low, v.high, v.rounds)}; the whole interval "
+                                   f"lies below the promised {v.promised:g}x",
         Why.RATE_REACHED: lambda: f"{v.detail}s/s",
         Why.RATE_SHORT: lambda: f"baseline {rate(v.baseline)} {v.detail}s/s" if not _missing(v.baseline) else "",
         Why.NO_FIGURE: lambda: f"no {v.detail} figure for both variants",

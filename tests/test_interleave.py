@@ -98,12 +98,10 @@ def test_a_quiet_machine_stops_once_the_interval_is_narrow_enough():
     assert measured.seconds < 2.0
 
 
-def test_rounds_go_on_while_the_interval_holds_1_and_a_difference_beyond_the_precision():
-    # a 3% speedup whose calls stray 12%: with these draws the first eight rounds give an
-    # interval within +-5% of its estimate that holds both 1 and 1.05, where rounds used to stop;
-    # they go on until it decides (here within +-5% of 1: no significant difference)
+def _straying(seed: int, sd: float):
+    # an idle machine, and sides whose calls take `work` seconds times a lognormal stray of `sd`
     machine = Machine(lambda now, side: 0.0)
-    draws = iter(np.exp(np.random.default_rng(17).normal(0, 0.12, 100_000)))
+    draws = iter(np.exp(np.random.default_rng(seed).normal(0, sd, 100_000)))
 
     def side(work: float) -> Side:
         def run():
@@ -111,6 +109,14 @@ def test_rounds_go_on_while_the_interval_holds_1_and_a_difference_beyond_the_pre
             return "x"
         return Side(run)
 
+    return machine, side
+
+
+def test_rounds_go_on_while_the_interval_holds_1_and_a_difference_beyond_the_precision():
+    # a 3% speedup whose calls stray 12%: with these draws the first eight rounds give an
+    # interval within +-5% of its estimate that holds both 1 and 1.05, where rounds used to stop;
+    # they go on until it decides (here within +-5% of 1: no significant difference)
+    machine, side = _straying(17, 0.12)
     plan = Plan(budget=60.0, precision=0.05, min_rounds=8, block=0.1)
     measured = alternate(side(0.0206), side(0.02), plan, clock=machine.clock, load=machine.probe)
     first = paired(measured.rounds[:8], plan.precision, plan.min_rounds)
@@ -118,6 +124,22 @@ def test_rounds_go_on_while_the_interval_holds_1_and_a_difference_beyond_the_pre
     s = paired(measured.rounds, plan.precision, plan.min_rounds)
     assert len(measured.rounds) > 8 and (s.difference, s.why) == (Difference.NONE, Why.INTERVAL)
     assert 1 / 1.05 <= s.low <= s.high <= 1.05
+
+
+def test_rounds_go_on_while_the_interval_holds_1_and_a_difference_beyond_the_bound_of_no_difference():
+    # a 1% speedup whose calls stray 8%, under a plan that counts no difference only within 2%:
+    # after ten rounds the interval lies within the precision but holds 1 and a 2% difference,
+    # where a plan without the bound stops on "no significant difference"; these go on until the
+    # interval decides within the bound
+    machine, side = _straying(4, 0.08)
+    plan = Plan(budget=60.0, precision=0.05, min_rounds=8, block=0.1, no_difference=0.02)
+    measured = alternate(side(0.0202), side(0.02), plan, clock=machine.clock, load=machine.probe)
+    unbounded = Plan(budget=60.0, precision=0.05, min_rounds=8, block=0.1)
+    assert unbounded.judged(measured.rounds[:10]).difference is Difference.NONE
+    assert plan.judged(measured.rounds[:10]).why is Why.NOT_NEGLIGIBLE
+    s = plan.judged(measured.rounds)
+    assert len(measured.rounds) > 10 and (s.difference, s.why) == (Difference.NONE, Why.INTERVAL)
+    assert 1 / 1.02 <= s.low <= s.high <= 1.02
 
 
 def test_a_noisy_machine_spends_its_budget_and_says_so():

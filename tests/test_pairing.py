@@ -90,13 +90,15 @@ def test_the_plan_comes_from_the_profile_with_per_subject_budgets(tmp_path):
     path = tmp_path / "profiles.toml"
     path.write_text('[ci]\ndescription = "d"\ndevice = "cpu"\nthreads = 1\nsizes = ["small"]\nrounds = 1\n'
                     'repeat = [3, 6, 0.5]\nwarmup_time = 0.0\npair_budget = 2\nprecision = 0.04\nmin_rounds = 6\n'
-                    'processes = 3\npair_warmup = 0.25\nbetween_runs = 0.02\n[ci.budgets]\n"loading.dataloader" = 12\n')
+                    'processes = 3\npair_warmup = 0.25\nbetween_runs = 0.015\nno_difference = 0.04\n[ci.budgets]\n'
+                    '"loading.dataloader" = 12\n')
     profile = load_profiles(path)["ci"]
     plan = pairing.plan(profile, "loading.dataloader", cores=2)
     assert (plan.budget, plan.precision, plan.min_rounds, plan.heavy, plan.processes) == (12.0, 0.04, 6, 2.0, 3)
     assert plan.warmup == 0.25 and pairing.plan(get_profile("smoke"), "loading.dataloader").warmup == 0.0
-    assert plan.between_runs == 0.02 and plan.to_dict()["between_runs"] == 0.02
-    assert plan.part().between_runs == 0.02  # each process's part holds it too
+    assert plan.between_runs == 0.015 and plan.to_dict()["between_runs"] == 0.015
+    assert plan.part().between_runs == 0.015  # each process's part holds it too
+    assert plan.no_difference == 0.04 and plan.to_dict()["no_difference"] == 0.04 and plan.part().no_difference == 0.04
     assert pairing.plan(profile, "loading.lmdb_read", cores=16).budget == 2.0
     assert pairing.plan(profile, "loading.lmdb_read", cores=16).heavy == 16.0
     path.write_text(path.read_text().replace('"loading.dataloader" = 12', '"loading.dataloader" = "long"'))
@@ -113,6 +115,16 @@ def test_a_profile_with_a_meaningless_precision_is_refused():
 def test_a_profile_whose_variation_between_runs_is_no_fraction_is_refused(value):
     with pytest.raises(DeclarationError, match=r"between_runs must be a fraction from 0 up to 1, e.g. 0.01, got"):
         get_profile("quick").__class__(**{**get_profile("quick").__dict__, "between_runs": value})
+
+
+@pytest.mark.parametrize("value, between_runs", [(-0.01, 0.0), (True, 0.0), (0.06, 0.0), (0.02, 0.01), (0.015, 0.01)])
+def test_a_bound_of_no_difference_no_interval_could_meet_or_beyond_the_precision_is_refused(value, between_runs):
+    # quick's precision is 5%; an interval holding a 1% variation between runs is at least +-2% wide
+    quick = get_profile("quick").__dict__
+    with pytest.raises(DeclarationError, match=r"no_difference must be (a fraction|0 \(the precision\) or above twice "
+                                               r"between_runs)"):
+        get_profile("quick").__class__(**{**quick, "no_difference": value, "between_runs": between_runs})
+    assert get_profile("quick").__class__(**{**quick, "no_difference": 0.0}).no_difference == 0.0
 
 
 def test_a_profile_with_a_negative_or_wordy_warm_up_is_refused(tmp_path):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from proofbench.reports.formatting import speedup_words
+from proofbench.reports.formatting import verdict_reason as format_reason
 from proofbench.rounds import Block, Round
 from proofbench.stats import (
     MIN_ROUNDS,
@@ -253,6 +254,77 @@ def test_an_interval_edge_within_the_variation_between_runs_of_1_is_too_close_to
     assert held.low < 1.01 and (held.difference, held.why) == (Difference.INCONCLUSIVE, Why.BORDERLINE)
     assert speedup_words(held).startswith("inconclusive: too close to call (interval ")
     assert "an edge within the variation between runs of no difference" in speedup_words(held)
+
+
+def _about(ratio: float, half_width: float, n: int = 12) -> list[Round]:
+    # n rounds whose trimmed interval is ratio times about (1 +- half_width): the same spread of
+    # log ratios, each order's mean exactly 0 (no order effect), scaled
+    logs = np.random.default_rng(2).normal(0, 1, n)
+    for order in (0, 1):
+        logs[order::2] -= logs[order::2].mean()
+    unit = paired(_rounds(np.exp(0.01 * logs), np.ones(n))).ratio.half_width / 0.01
+    return _rounds(ratio * np.exp(half_width / unit * logs), np.ones(n))
+
+
+def test_no_significant_difference_needs_the_interval_within_the_profiles_bound_of_no_difference():
+    # [0.976, 1.024]: within the precision (5%), and with no bound of its own that is no
+    # significant difference; where the profile counts no difference only within 3%, too
+    wide = _about(1.0, 0.024)
+    assert paired(wide).difference is Difference.NONE
+    assert paired(wide, no_difference=0.03).difference is Difference.NONE
+    # [0.965, 1.004] holds 1 and a 3.5% slowdown: no word where only 3% counts as none
+    near = _about(0.985, 0.02)
+    assert 1 / 1.05 < paired(near).low < 1 / 1.03 and paired(near).difference is Difference.NONE
+    s = paired(near, no_difference=0.03)
+    assert (s.difference, s.why) == (Difference.INCONCLUSIVE, Why.NOT_NEGLIGIBLE) and s.no_difference == 0.03
+    assert speedup_words(s) == (f"inconclusive: too close to call (interval {s.low:.3f}-{s.high:.3f} after 12 "
+                                "rounds: it holds no difference and differences beyond what the profile counts as none)")
+    # words beyond the margin are untouched by it
+    assert paired(_about(0.95, 0.02), no_difference=0.03).difference is Difference.SLOWER
+
+
+def test_a_small_slowdown_reads_no_significant_difference_less_often_beside_slower_with_a_bound():
+    # A 2.5% slowdown, each run with its own effect (sd 1%, as the profile's between_runs holds)
+    # and 16 rounds of 2% block noise: "slower" in some runs and "no significant difference" in
+    # others where that only needs the interval within the precision (the quick evaluation's
+    # data loader: 0.96-0.99 at +-2.4-3.4%, one run "slower", the next "no significant
+    # difference"). With no difference bounded at 3%, the second word comes far less often.
+    def words(no_difference):
+        rng = np.random.default_rng(3)
+        told = []
+        for _ in range(300):
+            base = 0.975 * np.exp(rng.normal(0, 0.01) + rng.normal(0, 0.02, 16))
+            told.append(paired(_rounds(base, np.ones(16)), between_runs=0.01, no_difference=no_difference).difference)
+        return told.count(Difference.SLOWER), told.count(Difference.NONE), told.count(Difference.FASTER)
+
+    slower, none, faster = words(0.0)
+    assert slower >= 60 and none >= 30 and faster == 0
+    bounded = words(0.03)
+    assert bounded[0] == slower and bounded[1] <= none / 2 and bounded[2] == 0
+
+
+def test_a_claim_out_of_reach_of_an_interval_too_close_to_1_for_a_word_is_not_reproduced():
+    from proofbench.analysis.comparison import SubjectFigures, VariantFigures
+    from proofbench.analysis.verdict import Why as Because
+    from proofbench.analysis.verdict import judge
+    from proofbench.claim import Claim
+
+    def verdict(rounds, low):
+        variants = (VariantFigures("baseline", "ok", "", None, (), 10.0, None, None, None, None),
+                    VariantFigures("cached", "ok", "", None, (), 10.0, paired(rounds, no_difference=0.03), None,
+                                   None, None))
+        figures = SubjectFigures("box", "c" * 40, "training.causal_mask_cache", "training", "step", "small", "", {},
+                                 variants)
+        claim = Claim(id="c", subject="training.causal_mask_cache", variant="cached", source="000.txt",
+                      quote="5-15% faster", kind="speedup", metric="time", low=low, high=1.15)
+        return judge(claim, figures, has_gpu=False)
+
+    near = _about(0.985, 0.02)  # too close to call: [0.965, 1.004]
+    below = verdict(near, 1.05)
+    assert (below.label, below.why) == ("not reproduced", Because.BELOW_PROMISE)
+    assert format_reason(below).endswith("; the whole interval lies below the promised 1.05x")
+    assert verdict(near, 1.0).label == "inconclusive"  # a promise the interval still holds
+    assert verdict(_about(1.2, 0.2), 1.05).label == "inconclusive"  # too noisy: no verdict from it
 
 
 def test_too_few_rounds_decide_nothing():

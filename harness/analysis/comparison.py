@@ -204,7 +204,8 @@ def _with_rounds(figures: VariantFigures, result: Result, bench: Benchmark, betw
     document = result.rounds
     plan = document.get("plan", {})
     summary = paired(_rounds(result), plan.get("precision", 0.05), plan.get("min_rounds", 3), plan.get("heavy"),
-                     between=between, between_runs=plan.get("between_runs", 0.0))
+                     between=between, between_runs=plan.get("between_runs", 0.0),
+                     no_difference=plan.get("no_difference", 0.0))
     spec = (bench.details or {}).get("equivalence", {})
     checks = document.get("checks", {})
 

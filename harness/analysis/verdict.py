@@ -3,7 +3,10 @@
 reproduced       the measured figure reaches the promised one (and, for speed, the paired
                  rounds say "faster": the interval lies above 1 and is within the precision)
 partly           faster than the baseline, but short of the promise
-not reproduced   no significant difference from the baseline, or slower
+not reproduced   no significant difference from the baseline, or slower; or a speedup too
+                 close to 1 for a word (`stats.Why` BORDERLINE, NOT_NEGLIGIBLE, UNDECIDED)
+                 whose whole interval lies below the promise: whichever word a next run
+                 decides, the promise is out of its reach
 equivalence failed  the variant changed the answer beyond its stated tolerance
 baseline not deterministic  the baseline's own answers disagreed beyond the tolerance, so
                  equivalence cannot be judged
@@ -25,6 +28,7 @@ from proofbench.analysis.comparison import SubjectFigures
 from proofbench.analysis.isa import IsaNote
 from proofbench.claim import Claim
 from proofbench.stats import Difference
+from proofbench.stats import Why as Outcome
 
 MIN_REDUCTION = 0.05  # a memory difference under 5% is within run-to-run variation here
 
@@ -44,6 +48,7 @@ class Why(StrEnum):
     SIGNIFICANT = "significant"
     SHORT_OF_PROMISE = "significant but short of the promise"
     NOT_BETTER = "no better than the baseline"
+    BELOW_PROMISE = "too close to 1 for a word, and the whole interval below the promise"
     NO_RATE = "no items/s figure"
     RATE_REACHED = "the rate reaches the promise"
     RATE_SHORT = "the rate falls short"
@@ -136,6 +141,11 @@ def _measured(claim: Claim, figures: SubjectFigures) -> Verdict:
     return Verdict("reproduced", claim.kind, Why.WITHIN_TOLERANCE, value=variant.quality)
 
 
+# Outcomes whose interval is decided enough (within the precision, enough rounds, like load) but
+# too close to 1 for a word.
+_NEAR_ONE = (Outcome.BORDERLINE, Outcome.NOT_NEGLIGIBLE, Outcome.UNDECIDED)
+
+
 def _speedup(claim: Claim, figures: SubjectFigures) -> Verdict:
     s = figures.variant(claim.variant).speedup
     if s is None or math.isnan(s.estimate):
@@ -145,6 +155,8 @@ def _speedup(claim: Claim, figures: SubjectFigures) -> Verdict:
         return Verdict(label, claim.kind, why, s.estimate, s.low, s.high, p_value=s.p_value,
                        rounds=(s.kept, s.rounds), promised=claim.low, detail=detail)
 
+    if s.difference == Difference.INCONCLUSIVE and s.why in _NEAR_ONE and s.high < claim.low:
+        return made("not reproduced", Why.BELOW_PROMISE, str(s.why))
     if s.difference == Difference.INCONCLUSIVE:
         return made("inconclusive", Why.UNDECIDED, str(s.why))
     if s.difference == Difference.FASTER and s.estimate >= claim.low:

@@ -47,7 +47,9 @@ class Plan:
     `processes`: how many processes share the rounds, each with its own preparation (see `part`);
     `warmup`: seconds of uncounted rounds before the counted ones, within the budget;
     `between_runs`: the ratio's standard deviation from one run to the next that these rounds
-    cannot show, as a fraction, held by the interval (`proofbench.stats.with_runs`).
+    cannot show, as a fraction, held by the interval (`proofbench.stats.with_runs`);
+    `no_difference`: the widest difference "no significant difference" may leave open (0: the
+    precision; `proofbench.stats.paired`).
     """
 
     budget: float = 4.0
@@ -59,17 +61,20 @@ class Plan:
     processes: int = 1
     warmup: float = 0.0
     between_runs: float = 0.0
+    no_difference: float = 0.0
 
     def to_dict(self) -> dict[str, float | None]:
         """The plan as stored beside the rounds it produced."""
         return {"budget": self.budget, "precision": self.precision, "min_rounds": self.min_rounds,
                 "block": self.block, "max_rounds": self.max_rounds, "heavy": self.heavy,
-                "processes": self.processes, "warmup": self.warmup, "between_runs": self.between_runs}
+                "processes": self.processes, "warmup": self.warmup, "between_runs": self.between_runs,
+                "no_difference": self.no_difference}
 
     def judged(self, rounds: Sequence[Round]) -> Paired:
         """`rounds` as this plan judges them: its precision, minimum rounds, heavy load and
-        variation between runs (`proofbench.stats.paired`)."""
-        return paired(rounds, self.precision, self.min_rounds, self.heavy, between_runs=self.between_runs)
+        variation between runs, and the bound of no difference (`proofbench.stats.paired`)."""
+        return paired(rounds, self.precision, self.min_rounds, self.heavy, between_runs=self.between_runs,
+                      no_difference=self.no_difference)
 
     def part(self) -> "Plan":
         """One process's part of a plan shared by `processes`: its share of the budget and of the
@@ -145,7 +150,7 @@ def _done(rounds: list[Round], plan: Plan, spent: float) -> bool:
         return True
     summary = plan.judged(rounds)
     return (summary.kept >= plan.min_rounds and summary.ratio.half_width <= plan.precision
-            and summary.why not in (Why.UNDECIDED, Why.BORDERLINE))
+            and summary.why not in (Why.UNDECIDED, Why.BORDERLINE, Why.NOT_NEGLIGIBLE))
 
 
 def _warm(side: Side, clock: Clock) -> tuple[float, Any]:

@@ -16,7 +16,7 @@ The document (version `DOCUMENT_VERSION`), in the sidecar record's `rounds` fiel
 
     {"version": 1,
      "plan": {"budget", "precision", "min_rounds", "block", "max_rounds", "heavy", "processes",
-              "warmup", "between_runs"},
+              "warmup", "between_runs", "no_difference"},
      "rounds": [{"a": [calls, seconds, load], "b": [...], "first": "a" | "b", "process": 0}, ...],
      "checks": {"baseline": [[round, value], ...], "variant": [[round, value], ...],
                 "states": [[round, "reading"], ...]},
@@ -55,7 +55,7 @@ def plan(profile: Profile, subject: str, cores: int | None = None) -> Plan:
     spare = max(0, (cores or os.cpu_count() or 1) - profile.torch_threads)
     return Plan(budget=profile.budget(subject), precision=profile.precision, min_rounds=profile.min_rounds,
                 block=profile.block_seconds, heavy=spare + HEAVY_MARGIN, processes=profile.processes,
-                warmup=profile.pair_warmup, between_runs=profile.between_runs)
+                warmup=profile.pair_warmup, between_runs=profile.between_runs, no_difference=profile.no_difference)
 
 
 def measure(subject: Subject, variant: Variant, prepare: Callable[[], Workload], plan_: Plan,
