@@ -42,7 +42,8 @@ class Profile:
     preparing its own workload (`proofbench.measure.processes`); uncounted rounds warm both sides
     for `pair_warmup` seconds first. `between_runs` is the speedup's standard deviation from one
     run to the next that a run's rounds cannot show (a fraction, 0.01 = 1%; `make evaluate-noise`
-    measures it on a machine), held by every speedup's interval. `no_difference` is the widest
+    measures it on a machine), held by every speedup's interval (or the subject's own figure in
+    `between_runs_by_subject`, for subjects that move more). `no_difference` is the widest
     difference a "no significant difference" may leave open (a fraction; 0: the precision).
     """
 
@@ -64,6 +65,7 @@ class Profile:
     pair_warmup: float = 0.0
     between_runs: float = 0.0
     no_difference: float = 0.0
+    between_runs_by_subject: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         where = f"profile {self.name[:60]!r}"
@@ -105,10 +107,17 @@ class Profile:
                                    f"precision, got {self.no_difference!r}")
         for key, seconds in self.budgets:
             _seconds(where, f"budgets.{key[:60]}", seconds, low_open=True)
+        for key, fraction in self.between_runs_by_subject:
+            _fraction(where, f"between_runs_by_subject.{key[:60]}", fraction, "0.02")
 
     def budget(self, subject: str) -> float:
         """Seconds of alternating rounds for one variant of `subject` (`area.name`)."""
         return dict(self.budgets).get(subject, self.pair_budget)
+
+    def between(self, subject: str) -> float:
+        """How far a speedup of `subject` (`area.name`) moves from one run to the next beyond
+        what a run's rounds show: its own figure, else the profile's `between_runs`."""
+        return dict(self.between_runs_by_subject).get(subject, self.between_runs)
 
     @property
     def torch_threads(self) -> int:
@@ -141,7 +150,7 @@ _FIELDS = {"description": str, "device": str, "threads": int, "sizes": list, "ro
            "repeat": list, "warmup_time": (int, float), "bench": str}
 _OPTIONAL = {"pair_budget": (int, float), "precision": float, "min_rounds": int, "block_seconds": (int, float),
              "budgets": dict, "processes": int, "pair_warmup": (int, float),
-             "between_runs": (int, float), "no_difference": (int, float)}
+             "between_runs": (int, float), "no_difference": (int, float), "between_runs_by_subject": dict}
 
 
 def load_profiles(path: Path = PROFILES_FILE) -> dict[str, Profile]:
@@ -166,9 +175,11 @@ def _profile(path: Path, name: str, table: object) -> Profile:
     repeat = table["repeat"]
     if len(repeat) != 3:
         raise InputError(f"{path}: [{name[:60]}].repeat must be [min, max, seconds]")
-    optional = {key: float(table[key]) if kind is not int and key != "budgets" else table[key]
+    optional = {key: float(table[key]) if kind not in (int, dict) else table[key]
                 for key, kind in _OPTIONAL.items() if key in table}
-    optional["budgets"] = _budgets(path, name, table.get("budgets", {}))
+    optional["budgets"] = _per_subject(path, name, "budgets", "a number of seconds", table.get("budgets", {}))
+    optional["between_runs_by_subject"] = _per_subject(path, name, "between_runs_by_subject", "a fraction",
+                                                       table.get("between_runs_by_subject", {}))
     try:
         return Profile(name=name, description=table["description"], device=table["device"],
                        threads=table["threads"], sizes=tuple(table["sizes"]), rounds=table["rounds"],
@@ -178,12 +189,12 @@ def _profile(path: Path, name: str, table: object) -> Profile:
         raise InputError(f"{path}: {exc}") from None
 
 
-def _budgets(path: Path, name: str, table: dict) -> tuple[tuple[str, float], ...]:
-    # [<profile>.budgets]: "area.name" = seconds of alternating rounds per variant of that subject
-    for key, seconds in table.items():
-        if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
-            raise InputError(f"{path}: [{name[:60]}.budgets].{key[:60]} must be a number of seconds")
-    return tuple(sorted((key, float(seconds)) for key, seconds in table.items()))
+def _per_subject(path: Path, name: str, key: str, expected: str, table: dict) -> tuple[tuple[str, float], ...]:
+    # [<profile>.budgets], [<profile>.between_runs_by_subject]: "area.name" = a number for that subject
+    for subject, number in table.items():
+        if not isinstance(number, (int, float)) or isinstance(number, bool):
+            raise InputError(f"{path}: [{name[:60]}.{key}].{subject[:60]} must be {expected}")
+    return tuple(sorted((subject, float(number)) for subject, number in table.items()))
 
 
 def profiles(extra: Path | None = None) -> dict[str, Profile]:

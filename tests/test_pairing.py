@@ -91,18 +91,25 @@ def test_the_plan_comes_from_the_profile_with_per_subject_budgets(tmp_path):
     path.write_text('[ci]\ndescription = "d"\ndevice = "cpu"\nthreads = 1\nsizes = ["small"]\nrounds = 1\n'
                     'repeat = [3, 6, 0.5]\nwarmup_time = 0.0\npair_budget = 2\nprecision = 0.04\nmin_rounds = 6\n'
                     'processes = 3\npair_warmup = 0.25\nbetween_runs = 0.015\nno_difference = 0.04\n[ci.budgets]\n'
-                    '"loading.dataloader" = 12\n')
+                    '"loading.dataloader" = 12\n[ci.between_runs_by_subject]\n"loading.dataloader" = 0.03\n')
     profile = load_profiles(path)["ci"]
     plan = pairing.plan(profile, "loading.dataloader", cores=2)
     assert (plan.budget, plan.precision, plan.min_rounds, plan.heavy, plan.processes) == (12.0, 0.04, 6, 2.0, 3)
     assert plan.warmup == 0.25 and pairing.plan(get_profile("smoke"), "loading.dataloader").warmup == 0.0
-    assert plan.between_runs == 0.015 and plan.to_dict()["between_runs"] == 0.015
-    assert plan.part().between_runs == 0.015  # each process's part holds it too
+    assert plan.between_runs == 0.03 and plan.to_dict()["between_runs"] == 0.03  # the subject's own
+    assert plan.part().between_runs == 0.03  # each process's part holds it too
     assert plan.no_difference == 0.04 and plan.to_dict()["no_difference"] == 0.04 and plan.part().no_difference == 0.04
     assert pairing.plan(profile, "loading.lmdb_read", cores=16).budget == 2.0
+    assert pairing.plan(profile, "loading.lmdb_read").between_runs == 0.015  # the profile's
     assert pairing.plan(profile, "loading.lmdb_read", cores=16).heavy == 16.0
     path.write_text(path.read_text().replace('"loading.dataloader" = 12', '"loading.dataloader" = "long"'))
     with pytest.raises(InputError, match=r"\[ci.budgets\].loading.dataloader must be a number of seconds"):
+        load_profiles(path)
+    path.write_text(path.read_text().replace('"long"', '12').replace('"loading.dataloader" = 0.03', '"loading.dataloader" = "wide"'))
+    with pytest.raises(InputError, match=r"\[ci.between_runs_by_subject\].loading.dataloader must be a fraction"):
+        load_profiles(path)
+    path.write_text(path.read_text().replace('"wide"', '1.5'))
+    with pytest.raises(InputError, match=r"between_runs_by_subject.loading.dataloader must be a fraction from 0 up to 1"):
         load_profiles(path)
 
 

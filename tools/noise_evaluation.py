@@ -100,24 +100,33 @@ def measure(name: str, out: Path, profile_name: str, bench: str | None, loaded: 
         if load is not None:
             load.join(timeout=10)
     lines = table.lines(engine)
-    return Run(name, table.as_json(lines)["records"], seconds, _other_load(lines))
+    return Run(name, _records(lines), seconds, _other_load(lines))
+
+
+def _records(lines: list) -> list[dict]:
+    # the run table's JSON records, each speedup with the variation between runs its interval holds
+    records = table.as_json(lines)["records"]
+    for line, record in zip(lines, records):
+        if record["speedup"] is not None:
+            record["speedup"]["held"] = line.variant.speedup.between_runs
+    return records
 
 
 def reread(name: str, out: Path, seconds: float) -> Run:
     """A run measured earlier into `out/name`, its figures derived again from its stored rounds by
     the analysis as it is now (`--reanalyse`: the same measurements, judged by today's statistics)."""
     lines = table.lines(connect(f"sqlite:///{out / name / 'results.sqlite'}"))
-    return Run(name, table.as_json(lines)["records"], seconds, _other_load(lines))
+    return Run(name, _records(lines), seconds, _other_load(lines))
 
 
 def _key(record: dict) -> tuple[str, str, str]:
     return record["subject"], record["size"], record["variant"]
 
 
-def compare(quiet: list[Run], loaded: Run | None, held: float = 0.0) -> dict:
+def compare(quiet: list[Run], loaded: Run | None, between_runs: float = 0.0) -> dict:
     """Per comparison and overall: spread, coverage, inconclusive share, the loaded run's outcome,
-    and the variation between runs beyond the rounds' intervals (`held`: the profile's
-    `between_runs`, already in every interval)."""
+    and the variation between runs beyond the rounds' intervals (each record's `held`: the
+    variation between runs its interval already holds; `between_runs`: the profile's, shown)."""
     keys = sorted({_key(r) for run in quiet for r in run.records if r["speedup"] is not None})
     rows, covered, pairs, inconclusive, decided = [], 0, 0, 0, 0
     for key in keys:
@@ -126,7 +135,7 @@ def compare(quiet: list[Run], loaded: Run | None, held: float = 0.0) -> dict:
         words = [r["verdict"] if r else None for r in found]
         row = {"subject": key[0], "size": key[1], "variant": key[2], "estimates": estimates, "words": words,
                "max_over_min": max(estimates) / min(estimates) if estimates else None, "covers": [],
-               **_spreads(found, estimates, held)}
+               **_spreads(found, estimates)}
         for i, r in enumerate(found):
             others = [e for j, e in enumerate(estimates) if j != i]
             if r is None or not r["speedup"] or r["speedup"]["low"] is None or not others:
@@ -143,21 +152,22 @@ def compare(quiet: list[Run], loaded: Run | None, held: float = 0.0) -> dict:
             "spread_ok": sum(1 for r in rows if r["max_over_min"] and r["max_over_min"] <= 1.10), "comparisons": len(rows),
             "loaded_ok": sum(1 for r in rows if r.get("loaded_ok")) if loaded else None,
             "flips": sum(1 for r in rows if r.get("flip")) if loaded else None,
-            "between_runs": held, "beyond_rounds": _pooled([r["excess_variance"] for r in rows])}
+            "between_runs": between_runs, "beyond_rounds": _pooled([r["excess_variance"] for r in rows])}
 
 
-def _spreads(found: list[dict | None], estimates: list[float], held: float) -> dict:
+def _spreads(found: list[dict | None], estimates: list[float]) -> dict:
     """How far the runs' estimates lie apart (the standard deviation of their logs, as a
     fraction) beside how wide each run said its own figure was (the mean half width of the 95%
     intervals, as a fraction): an interval holds the other runs' figures only where the second is
     about twice the first or more. And the variance of the log estimates beyond what the rounds'
-    intervals hold, `held` (the profile's `between_runs`) taken back out of them (see
+    intervals hold, each record's `held` (the variation between runs it holds) taken back out of them (see
     the module docstring; None with fewer than two runs that gave an interval)."""
     intervals = [r["speedup"] for r in found if r and r["speedup"] and r["speedup"]["estimate"]
                  and r["speedup"]["low"] and r["speedup"]["high"]]
     widths = [math.log(s["high"] / s["low"]) / 2 for s in intervals]
     between = statistics.stdev(math.log(e) for e in estimates) if len(estimates) > 1 else None
-    own = [max(0.0, (w / 1.96) ** 2 - math.log1p(held) ** 2) for w in widths]
+    own = [max(0.0, (math.log(s["high"] / s["low"]) / 2 / 1.96) ** 2 - math.log1p(s["held"]) ** 2)
+           for s in intervals]
     excess = (statistics.variance([math.log(s["estimate"]) for s in intervals]) - statistics.fmean(own)
               if len(intervals) > 1 else None)
     return {"between_runs_sd": math.expm1(between) if between is not None else None,
@@ -210,6 +220,11 @@ def _print(quiet: list[Run], loaded: Run | None, result: dict, machine: str) -> 
     if result.get("beyond_rounds") is not None:
         print(f"between runs, beyond the rounds' intervals: ±{result['beyond_rounds']:.1%} "
               f"(the profile's between_runs: ±{result['between_runs']:.1%})")
+    beyond = [(r, math.expm1(math.sqrt(r["excess_variance"]))) for r in result["rows"]
+              if r["excess_variance"] is not None and r["excess_variance"] > 0]
+    if beyond:  # what [<profile>.between_runs_by_subject] would add to what the intervals hold
+        print("moved beyond what their intervals hold: " + ", ".join(
+            f"{r['subject']} {r['variant']} ±{x:.1%}" for r, x in sorted(beyond, key=lambda b: -b[1])))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -236,8 +251,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         quiet = [measure(f"quiet-{i + 1}", out, args.profile, bench, loaded=False) for i in range(runs)]
         loaded = None if args.no_loaded else measure("loaded", out, args.profile, bench, loaded=True)
-    held = get_profile(args.profile, project_file.require(None).profiles).between_runs
-    result = compare(quiet, loaded, held)
+    result = compare(quiet, loaded, get_profile(args.profile, project_file.require(None).profiles).between_runs)
     _print(quiet, loaded, result, capture().name)
     document = {"runs": [{"name": r.name, "seconds": r.seconds, "other_load": r.other_load, "records": r.records}
                          for r in [*quiet, *([loaded] if loaded else [])]], "result": result}
