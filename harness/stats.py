@@ -269,14 +269,13 @@ class Paired:
     """a / b from stored rounds, with what was left out and the outcome.
 
     `ratio` is `round_ratio` over the kept rounds (grouped by process; trimmed by `PAIRED_TRIM`
-    within one process), or over all rounds where
-    too few were kept (a figure to show, with an inconclusive outcome); `rounds` counts all,
-    `kept` those whose sides saw like load; `load_a`/`load_b` are the mean loads of all rounds;
-    `processes` how many processes measured them, and `between` the run's pooled variation
-    between processes that the interval holds (None: one process, or none pooled);
-    `between_runs` the profile's variation from one run to the next that it holds too, and
-    `no_difference` the widest difference a "no significant difference" left open (0: the
-    precision).
+    within one process), or over all rounds where too few were kept (a figure to show, with an
+    inconclusive outcome); `rounds` counts all, `kept` those whose sides saw like load;
+    `load_a`/`load_b` are the mean loads of all rounds; `processes` how many processes measured
+    them, and `between` the run's pooled variation between processes that the interval holds
+    (None: one process, or none pooled); `between_runs` the variation from one run to the next
+    that it holds too (the profile's, or the subject's own), and `no_difference` the widest
+    difference a "no significant difference" left open (0: the precision).
     """
 
     ratio: RoundRatio
@@ -359,11 +358,11 @@ def paired(rounds: Sequence[Round], precision: float = 0.05, min_rounds: int = M
     and with the precision as the bound, a 2.5% slowdown whose runs read 0.96-0.99 at
     +-2.4-3.4% was "slower" in one run and "no significant difference" in the next, both true
     of it, slower by more than the margin and by no more than 5%, but opposite answers to a
-    reader). A word needs
-    the interval's edge clear of 1 by `between_runs`, the variation from one run to the next:
-    an edge nearer than that, the next run may put on the other side of 1, so the word would
-    not repeat (an effect of 2% read "faster" in four of ten quiet runs and "no significant
-    difference" in six, its lower edge at 0.999-1.004); such an interval is inconclusive.
+    reader). A word needs the interval's edge clear of 1 by `between_runs`, the variation from
+    one run to the next: an edge nearer than that, the next run may put on the other side of
+    1, so the word would not repeat (an effect of 2% read "faster" in four of ten quiet runs
+    and "no significant difference" in six, its lower edge at 0.999-1.004); such an interval
+    is inconclusive.
     Rounds from several processes: see `round_ratio` (`between`: the run's pooled variation;
     `between_runs`: the profile's variation from one run to the next, which no run's rounds show).
     """
