@@ -104,13 +104,16 @@ def commits(repo: Path, branch: str, spec: str | None = None, since: str | None 
     """The commits of `spec` (`A..B`, a revision and its history, or as asv takes them
     `HASHFILE:PATH`, a file of revisions one a line; default: the branch), committed at or after
     `since`, oldest first, on `branch`'s first-parent history."""
+    first_parents = git.first_parent(repo, branch)
+    on_branch = set(first_parents)
     if spec and spec.startswith(HASHFILE):
-        found = _listed(repo, Path(spec[len(HASHFILE):]).expanduser(), branch, since)
+        named = _listed(repo, Path(spec[len(HASHFILE):]).expanduser())
+        in_order = git.first_parent(repo, branch, since) if since else first_parents
+        found = tuple(c for c in in_order if c in named) + tuple(sorted(named - on_branch))
     else:
         found = tuple(git.first_parent(repo, spec or branch, since))
     if not found:
         raise InputError(f"{repo}: no commits in {spec or branch!r}" + (f" since {since}" if since else ""))
-    on_branch = set(git.first_parent(repo, branch))
     stray = [c for c in found if c not in on_branch]
     if stray:
         raise InputError(f"{repo}: commit {stray[0][:8]} of {spec or branch!r} is not on {branch}'s first-parent "
@@ -118,8 +121,8 @@ def commits(repo: Path, branch: str, spec: str | None = None, since: str | None 
     return found
 
 
-def _listed(repo: Path, path: Path, branch: str, since: str | None) -> tuple[str, ...]:
-    """The commits a hash file names (blank lines and `#` comments skipped), in `branch`'s order."""
+def _listed(repo: Path, path: Path) -> set[str]:
+    """The full hashes of the commits a hash file names (blank lines and `#` comments skipped)."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
@@ -133,9 +136,7 @@ def _listed(repo: Path, path: Path, branch: str, since: str | None) -> tuple[str
         if full is None:
             raise InputError(f"{path}, line {number}: {rev!r} names no commit of {repo} (expected a revision a line)")
         named.add(full)
-    on_branch = git.first_parent(repo, branch)
-    stray = tuple(sorted(named - set(on_branch)))  # kept for commits() to name
-    return tuple(c for c in git.first_parent(repo, branch, since) if c in named) + stray
+    return named
 
 
 def _project_site() -> Path:
