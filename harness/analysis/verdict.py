@@ -1,7 +1,10 @@
 """Verdicts: each claim set beside what was measured, in one word and one reason.
 
 reproduced       the measured figure reaches the promised one (and, for speed, the paired
-                 rounds say "faster": the interval lies above 1 and is within the precision)
+                 rounds say "faster": the interval lies above 1 and is within the precision;
+                 or, wider than the precision, its whole interval lies above the promise: a
+                 subject that moves more between runs than the precision allows still
+                 reaches it whichever way the next run goes)
 partly           faster than the baseline, but short of the promise
 not reproduced   no significant difference from the baseline, or slower; or a speedup too
                  close to 1 for a word (`stats.Why` BORDERLINE, NOT_NEGLIGIBLE, UNDECIDED)
@@ -49,6 +52,7 @@ class Why(StrEnum):
     SHORT_OF_PROMISE = "significant but short of the promise"
     NOT_BETTER = "no better than the baseline"
     BELOW_PROMISE = "too close to 1 for a word, and the whole interval below the promise"
+    ABOVE_PROMISE = "wider than the precision, and the whole interval above the promise"
     NO_RATE = "no items/s figure"
     RATE_REACHED = "the rate reaches the promise"
     RATE_SHORT = "the rate falls short"
@@ -157,6 +161,8 @@ def _speedup(claim: Claim, figures: SubjectFigures) -> Verdict:
 
     if s.difference == Difference.INCONCLUSIVE and s.why in _NEAR_ONE and s.high < claim.low:
         return made("not reproduced", Why.BELOW_PROMISE, str(s.why))
+    if s.difference == Difference.INCONCLUSIVE and s.why is Outcome.TOO_NOISY and s.low > max(claim.low, 1.0):
+        return made("reproduced", Why.ABOVE_PROMISE, str(s.why))
     if s.difference == Difference.INCONCLUSIVE:
         return made("inconclusive", Why.UNDECIDED, str(s.why))
     if s.difference == Difference.FASTER and s.estimate >= claim.low:
