@@ -264,6 +264,11 @@ class Why(StrEnum):
     NOT_NEGLIGIBLE = "the interval holds no difference and one beyond the profile's no_difference"
 
 
+# Outcomes of an interval decided enough (enough rounds, like load, within the precision) but too
+# close to 1 for a word: more rounds may still decide it, and a claim beyond it is out of reach.
+NEAR_ONE = (Why.UNDECIDED, Why.BORDERLINE, Why.NOT_NEGLIGIBLE)
+
+
 @dataclass(frozen=True)
 class Paired:
     """a / b from stored rounds, with what was left out and the outcome.
@@ -364,7 +369,8 @@ def paired(rounds: Sequence[Round], precision: float = 0.05, min_rounds: int = M
     and "no significant difference" in six, its lower edge at 0.999-1.004); such an interval
     is inconclusive.
     Rounds from several processes: see `round_ratio` (`between`: the run's pooled variation;
-    `between_runs`: the profile's variation from one run to the next, which no run's rounds show).
+    `between_runs`: the variation from one run to the next, the profile's or the subject's own,
+    which no run's rounds show).
     """
     kept = [r for r in rounds if r.comparable(heavy)]
     ratio = _ratio(kept, confidence, between, between_runs)

@@ -105,11 +105,13 @@ def test_the_plan_comes_from_the_profile_with_per_subject_budgets(tmp_path):
     path.write_text(path.read_text().replace('"loading.dataloader" = 12', '"loading.dataloader" = "long"'))
     with pytest.raises(InputError, match=r"\[ci.budgets\].loading.dataloader must be a number of seconds"):
         load_profiles(path)
-    path.write_text(path.read_text().replace('"long"', '12').replace('"loading.dataloader" = 0.03', '"loading.dataloader" = "wide"'))
+    text = path.read_text().replace('"long"', '12')
+    path.write_text(text.replace('"loading.dataloader" = 0.03', '"loading.dataloader" = "wide"'))
     with pytest.raises(InputError, match=r"\[ci.between_runs_by_subject\].loading.dataloader must be a fraction"):
         load_profiles(path)
     path.write_text(path.read_text().replace('"wide"', '1.5'))
-    with pytest.raises(InputError, match=r"between_runs_by_subject.loading.dataloader must be a fraction from 0 up to 1"):
+    with pytest.raises(InputError,
+                       match=r"between_runs_by_subject.loading.dataloader must be a fraction from 0 up to 1"):
         load_profiles(path)
 
 

@@ -278,7 +278,8 @@ def test_no_significant_difference_needs_the_interval_within_the_profiles_bound_
     s = paired(near, no_difference=0.03)
     assert (s.difference, s.why) == (Difference.INCONCLUSIVE, Why.NOT_NEGLIGIBLE) and s.no_difference == 0.03
     assert speedup_words(s) == (f"inconclusive: too close to call (interval {s.low:.3f}-{s.high:.3f} after 12 "
-                                "rounds: it holds no difference and differences beyond what the profile counts as none)")
+                                "rounds: it holds no difference and differences beyond what the profile counts "
+                                "as none)")
     # words beyond the margin are untouched by it
     assert paired(_about(0.95, 0.02), no_difference=0.03).difference is Difference.SLOWER
 

@@ -160,14 +160,13 @@ def _spreads(found: list[dict | None], estimates: list[float]) -> dict:
     fraction) beside how wide each run said its own figure was (the mean half width of the 95%
     intervals, as a fraction): an interval holds the other runs' figures only where the second is
     about twice the first or more. And the variance of the log estimates beyond what the rounds'
-    intervals hold, each record's `held` (the variation between runs it holds) taken back out of them (see
-    the module docstring; None with fewer than two runs that gave an interval)."""
+    intervals hold, each record's `held` (the variation between runs it holds) taken back out of
+    them (see the module docstring; None with fewer than two runs that gave an interval)."""
     intervals = [r["speedup"] for r in found if r and r["speedup"] and r["speedup"]["estimate"]
                  and r["speedup"]["low"] and r["speedup"]["high"]]
     widths = [math.log(s["high"] / s["low"]) / 2 for s in intervals]
     between = statistics.stdev(math.log(e) for e in estimates) if len(estimates) > 1 else None
-    own = [max(0.0, (math.log(s["high"] / s["low"]) / 2 / 1.96) ** 2 - math.log1p(s["held"]) ** 2)
-           for s in intervals]
+    own = [max(0.0, (w / 1.96) ** 2 - math.log1p(s["held"]) ** 2) for w, s in zip(widths, intervals)]
     excess = (statistics.variance([math.log(s["estimate"]) for s in intervals]) - statistics.fmean(own)
               if len(intervals) > 1 else None)
     return {"between_runs_sd": math.expm1(between) if between is not None else None,

@@ -30,7 +30,7 @@ from enum import StrEnum
 from proofbench.analysis.comparison import SubjectFigures
 from proofbench.analysis.isa import IsaNote
 from proofbench.claim import Claim
-from proofbench.stats import Difference
+from proofbench.stats import NEAR_ONE, Difference
 from proofbench.stats import Why as Outcome
 
 MIN_REDUCTION = 0.05  # a memory difference under 5% is within run-to-run variation here
@@ -145,11 +145,6 @@ def _measured(claim: Claim, figures: SubjectFigures) -> Verdict:
     return Verdict("reproduced", claim.kind, Why.WITHIN_TOLERANCE, value=variant.quality)
 
 
-# Outcomes whose interval is decided enough (within the precision, enough rounds, like load) but
-# too close to 1 for a word.
-_NEAR_ONE = (Outcome.BORDERLINE, Outcome.NOT_NEGLIGIBLE, Outcome.UNDECIDED)
-
-
 def _speedup(claim: Claim, figures: SubjectFigures) -> Verdict:
     s = figures.variant(claim.variant).speedup
     if s is None or math.isnan(s.estimate):
@@ -159,7 +154,7 @@ def _speedup(claim: Claim, figures: SubjectFigures) -> Verdict:
         return Verdict(label, claim.kind, why, s.estimate, s.low, s.high, p_value=s.p_value,
                        rounds=(s.kept, s.rounds), promised=claim.low, detail=detail)
 
-    if s.difference == Difference.INCONCLUSIVE and s.why in _NEAR_ONE and s.high < claim.low:
+    if s.difference == Difference.INCONCLUSIVE and s.why in NEAR_ONE and s.high < claim.low:
         return made("not reproduced", Why.BELOW_PROMISE, str(s.why))
     if s.difference == Difference.INCONCLUSIVE and s.why is Outcome.TOO_NOISY and s.low > max(
             claim.low, 1.0 + s.between_runs):  # clear of 1 by the margin a word needs, too

@@ -7,10 +7,10 @@ goes first in a round follows its own block: `proofbench.stats` removes what tha
 Each block records its calls, its seconds and the CPU that other processes used while it ran
 (`OtherLoad`), with Python's garbage collector paused as asv's samples have it
 (`proofbench.measure.timer.collector_paused`), so a burst of load that hit one side and not the
-other can be left out afterwards. Rounds go on until the ratio's interval (`proofbench.stats.paired`, the same
-statistic the reports derive from the stored rounds) is within the plan's precision and decides
-(it lies above 1, below 1, or within the precision of 1, its edges clear of 1 by the variation
-between runs), or the budget is spent.
+other can be left out afterwards. Rounds go on until the ratio's interval
+(`proofbench.stats.paired`, the same statistic the reports derive from the stored rounds) is
+within the plan's precision and decides (it lies above 1, below 1, or within the plan's bound of
+no difference, its edges clear of 1 by the variation between runs), or the budget is spent.
 
 Before the counted rounds, uncounted ones warm both sides for the plan's `warmup` seconds: the
 first rounds after a call sized the blocks ran 3-7% off the rest for several subjects here
@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 from proofbench.measure.noise import OtherLoad
 from proofbench.measure.timer import collector_paused, sync_clock
 from proofbench.rounds import Block, Round
-from proofbench.stats import MIN_ROUNDS, Paired, Why, paired
+from proofbench.stats import MIN_ROUNDS, NEAR_ONE, Paired, paired
 
 Clock = Callable[[], float]
 LoadProbe = Callable[[], Any]  # a context manager factory whose result has `.cores` after exit
@@ -150,7 +150,7 @@ def _done(rounds: list[Round], plan: Plan, spent: float) -> bool:
         return True
     summary = plan.judged(rounds)
     return (summary.kept >= plan.min_rounds and summary.ratio.half_width <= plan.precision
-            and summary.why not in (Why.UNDECIDED, Why.BORDERLINE, Why.NOT_NEGLIGIBLE))
+            and summary.why not in NEAR_ONE)
 
 
 def _warm(side: Side, clock: Clock) -> tuple[float, Any]:

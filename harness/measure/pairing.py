@@ -51,7 +51,8 @@ HEAVY_MARGIN = 1.0
 
 def plan(profile: Profile, subject: str, cores: int | None = None) -> Plan:
     """The plan of one variant's rounds under `profile`: its budget and variation between runs
-    for `subject`, and rounds left out as heavy when other processes take more than the cores the run leaves free."""
+    for `subject`, and rounds left out as heavy when other processes take more than the cores
+    the run leaves free."""
     spare = max(0, (cores or os.cpu_count() or 1) - profile.torch_threads)
     return Plan(budget=profile.budget(subject), precision=profile.precision, min_rounds=profile.min_rounds,
                 block=profile.block_seconds, heavy=spare + HEAVY_MARGIN, processes=profile.processes,
