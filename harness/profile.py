@@ -45,6 +45,8 @@ class Profile:
     measures it on a machine), held by every speedup's interval (or the subject's own figure in
     `between_runs_by_subject`, for subjects that move more). `no_difference` is the widest
     difference a "no significant difference" may leave open (a fraction; 0: the precision).
+    `data_span` is the share of its budget a data-bound subject's rounds go on for at least (a
+    disk's state lasts seconds; rounds that stop on precision read one state).
     """
 
     name: str
@@ -66,6 +68,7 @@ class Profile:
     between_runs: float = 0.0
     no_difference: float = 0.0
     between_runs_by_subject: tuple[tuple[str, float], ...] = ()
+    data_span: float = 0.0
 
     def __post_init__(self) -> None:
         where = f"profile {self.name[:60]!r}"
@@ -98,6 +101,7 @@ class Profile:
         _seconds(where, "pair_warmup", self.pair_warmup, low_open=False)
         _fraction(where, "between_runs", self.between_runs, "0.01")
         _fraction(where, "no_difference", self.no_difference, "0.03")
+        _fraction(where, "data_span", self.data_span, "0.5")
         if not (isinstance(self.precision, float) and 0 < self.precision < 1):
             raise DeclarationError(f"{where}: precision must be a fraction between 0 and 1, e.g. 0.05, "
                                    f"got {self.precision!r}")
@@ -150,7 +154,8 @@ _FIELDS = {"description": str, "device": str, "threads": int, "sizes": list, "ro
            "repeat": list, "warmup_time": (int, float), "bench": str}
 _OPTIONAL = {"pair_budget": (int, float), "precision": float, "min_rounds": int, "block_seconds": (int, float),
              "budgets": dict, "processes": int, "pair_warmup": (int, float),
-             "between_runs": (int, float), "no_difference": (int, float), "between_runs_by_subject": dict}
+             "between_runs": (int, float), "no_difference": (int, float), "between_runs_by_subject": dict,
+             "data_span": (int, float)}
 
 
 def load_profiles(path: Path = PROFILES_FILE) -> dict[str, Profile]:

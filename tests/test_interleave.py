@@ -98,6 +98,16 @@ def test_a_quiet_machine_stops_once_the_interval_is_narrow_enough():
     assert measured.seconds < 2.0
 
 
+def test_rounds_go_on_for_the_plans_span_though_the_interval_is_narrow_enough():
+    # a disk whose state lasts seconds: rounds that stop on precision read one state
+    plan = Plan(budget=20.0, precision=0.05, min_rounds=8, block=0.1, span=3.0)
+    measured, s = _measure(Machine(lambda now, side: 0.0), plan)
+    assert measured.seconds >= 3.0 and s.rounds > plan.min_rounds and s.rounds % 2 == 0
+    assert measured.seconds < 3.5  # and no longer than the span once the interval is narrow
+    short = Plan(budget=2.0, precision=0.05, min_rounds=8, block=0.1, span=3.0)
+    assert _measure(Machine(lambda now, side: 0.0), short)[0].seconds < 2.5  # the budget still bounds it
+
+
 def _straying(seed: int, sd: float):
     # an idle machine, and sides whose calls take `work` seconds times a lognormal stray of `sd`
     machine = Machine(lambda now, side: 0.0)

@@ -102,6 +102,15 @@ def test_the_plan_comes_from_the_profile_with_per_subject_budgets(tmp_path):
     assert pairing.plan(profile, "loading.lmdb_read", cores=16).budget == 2.0
     assert pairing.plan(profile, "loading.lmdb_read").between_runs == 0.015  # the profile's
     assert pairing.plan(profile, "loading.lmdb_read", cores=16).heavy == 16.0
+    # a data-bound subject's rounds span the profile's share of its budget; others stop on precision
+    assert plan.span == 0.0 and pairing.plan(profile, "loading.dataloader", bound="data").span == 0.0
+    path.write_text(path.read_text().replace("no_difference = 0.04\n", "no_difference = 0.04\ndata_span = 0.5\n"))
+    spanning = pairing.plan(load_profiles(path)["ci"], "loading.dataloader", bound="data")
+    assert spanning.span == 6.0 and spanning.to_dict()["span"] == 6.0 and spanning.part().span == 2.0
+    path.write_text(path.read_text().replace("data_span = 0.5", "data_span = 2"))
+    with pytest.raises(InputError, match=r"data_span must be a fraction from 0 up to 1, e.g. 0.5, got 2"):
+        load_profiles(path)
+    path.write_text(path.read_text().replace("data_span = 2\n", ""))
     path.write_text(path.read_text().replace('"loading.dataloader" = 12', '"loading.dataloader" = "long"'))
     with pytest.raises(InputError, match=r"\[ci.budgets\].loading.dataloader must be a number of seconds"):
         load_profiles(path)

@@ -18,7 +18,12 @@ TOLERANCE = 2 commits of the step's first commit; each step and each detection m
 most once (closest first), so a second report of one step, or a report 3+ commits off, is
 a false positive. Reported per noise model: precision, recall (over all steps, and over
 *detectable* steps: size >= 3x the history's noise CV), F1 = 2PR / (P + R), and false
-positives per 100 commits of the change-free histories. Then the detector on real data:
+positives per 100 commits of the change-free histories; and, per noise model, the detector's F1
+less the best anchor's with a 95% interval from a paired bootstrap over histories (both
+detectors' counts resampled together): where it holds 0, the suite cannot tell which is
+better. Two seeds' suites of 240 histories a model moved an anchor's F1 by up to 4 points
+against the detector's, so a difference of that size on one suite decides nothing without
+it. Then the detector on real data:
 TCPD's F1 and cover, and change points per 100 commits of django's histories
 (`tools.real_data`). The nightly view is `tools.nightly_simulation`.
 """
@@ -31,11 +36,15 @@ import resource
 import time
 from concurrent.futures import ProcessPoolExecutor
 
+import numpy as np
+
 from proofbench.analysis.detect import detect
 from tools import anchors, real_data
 from tools import history_synth as synth
 
 TOLERANCE = 2
+BOOTSTRAP = 2000
+PER_MODEL = 240  # histories a noise model: at 60, the interval of an F1 difference is about +-5 points
 EVALUATION_SEED = 20251101
 TUNING_SEEDS = (1234, 20240601)  # 20240601: the seed the detector's first version was tuned on
 OURS = ("proofbench", "proofbench+samples", "proofbench min_step 0")
@@ -75,11 +84,13 @@ class Tally:
         self.tp = self.fp = self.free_fp = self.free_commits = 0
         self.steps = self.found = self.detectable = self.detectable_found = 0
         self.cells: dict[tuple[float, str], list[int]] = {}
+        self.counts: list[tuple[int, int, int]] = []  # (matched, false, true steps) per history
 
     def add(self, h: synth.History, found: Found) -> None:
         """Score one history's detections."""
         matched, fp = match(found, h.steps)
         self.tp, self.fp = self.tp + len(matched), self.fp + fp
+        self.counts.append((len(matched), fp, len(h.steps)))
         if not h.steps:
             self.free_fp, self.free_commits = self.free_fp + fp, self.free_commits + len(h)
         for j, step in enumerate(h.steps):
@@ -140,6 +151,37 @@ def tally(histories: list[synth.History], found: dict[str, list[Found]], missing
     return out
 
 
+def f1_difference(ours: Tally, anchor: Tally, resamples: int = BOOTSTRAP, seed: int = 0
+                  ) -> tuple[float, float, float]:
+    """F1 of `ours` less the anchor's, on the same histories, and its 95% interval: the
+    histories resampled with replacement, both detectors' counts together (a paired
+    bootstrap; F1 = 2 TP / (2 TP + FP + FN) over the resampled histories)."""
+    a, b = np.array(ours.counts, dtype=float), np.array(anchor.counts, dtype=float)
+    f1 = lambda c: 2 * c[..., 0] / np.maximum(c[..., 0] + c[..., 1] + c[..., 2], 1)  # noqa: E731
+    rows = np.random.default_rng(seed).integers(0, len(a), size=(resamples, len(a)))
+    diffs = f1(a[rows].sum(axis=1)) - f1(b[rows].sum(axis=1))
+    low, high = np.quantile(diffs, [0.025, 0.975])
+    return float(f1(a.sum(axis=0)) - f1(b.sum(axis=0))), float(low), float(high)
+
+
+def print_against_anchors(tallies: dict[str, dict[str, Tally]]) -> dict[str, dict]:
+    """Per noise model, the detector's F1 less the best anchor's, with its interval: where
+    the interval holds 0, this suite cannot tell which is better."""
+    anchors_run = [name for name in tallies if name not in OURS]
+    if not anchors_run:
+        return {}
+    print(f"\nF1 of {OURS[0]} less the best anchor's, paired bootstrap over histories "
+          f"({BOOTSTRAP} resamples, 95%)")
+    out = {}
+    for key in (*synth.NOISE_MODELS, "all"):
+        best = max(anchors_run, key=lambda name: tallies[name][key].summary()["f1"])
+        d, low, high = f1_difference(tallies[OURS[0]][key], tallies[best][key])
+        word = "ahead" if low > 0 else "behind" if high < 0 else "cannot tell"
+        out[key] = {"anchor": best, "difference": d, "low": low, "high": high, "word": word}
+        print(f"{key:<10}{best:<14}{100 * d:+6.1f} [{100 * low:+5.1f}, {100 * high:+5.1f}]  {word}")
+    return out
+
+
 def _fmt(x: float, scale: float = 100.0, digits: int = 1) -> str:
     return "-" if math.isnan(x) else f"{scale * x:.{digits}f}"
 
@@ -194,12 +236,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="a smaller suite")
     parser.add_argument("--tuning", action="store_true", help="the tuning suite, not the evaluation's")
-    parser.add_argument("--per-model", type=int, default=None, help="histories per noise model")
+    parser.add_argument("--per-model", type=int, default=None, help=f"histories per noise model ({PER_MODEL})")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--no-real", action="store_true", help="skip TCPD and django")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args(argv)
-    per_model = args.per_model or (15 if args.quick else 60)
+    per_model = args.per_model or (15 if args.quick else PER_MODEL)
     seed = TUNING_SEEDS[0] if args.tuning else EVALUATION_SEED
     t0, cpu0 = time.perf_counter(), _cpu_seconds()
     histories = synth.generate(per_model, seed=seed)
@@ -210,10 +252,12 @@ def main(argv: list[str] | None = None) -> None:
           f"{' (tuning)' if args.tuning else ''}, {sum(map(len, histories))} commits); "
           f"{wall:.0f} s wall, {cpu:.0f} s CPU\n")
     print_tables(tallies, missing)
+    against = print_against_anchors(tallies)
     out = {"meta": {"per_model": per_model, "seed": seed, "tuning": args.tuning, "tolerance": TOLERANCE,
                     "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "not_run": missing},
            "detectors": {name: {key: _finite(t.summary()) for key, t in groups.items()}
-                         for name, groups in tallies.items()}}
+                         for name, groups in tallies.items()},
+           "against_best_anchor": against}
     if not args.no_real:
         real(out)
     if args.json:

@@ -252,7 +252,7 @@ class SubjectBenchmark:
         """
         if self._variant.name == "baseline":
             return math.nan
-        plan = pairing.plan(self._profile, self._subject.key)
+        plan = pairing.plan(self._profile, self._subject.key, bound=self._subject.bound)
         if plan.processes == 1 and self._lazy() is None:
             return math.nan
         prepare = self.ensure_workload if plan.processes == 1 else (lambda: self._prepare(*self._params))

@@ -10,7 +10,8 @@ Each block records its calls, its seconds and the CPU that other processes used 
 other can be left out afterwards. Rounds go on until the ratio's interval
 (`proofbench.stats.paired`, the same statistic the reports derive from the stored rounds) is
 within the plan's precision and decides (it lies above 1, below 1, or within the plan's bound of
-no difference, its edges clear of 1 by the variation between runs), or the budget is spent.
+no difference, its edges clear of 1 by the variation between runs) and have gone on for the
+plan's span, or the budget is spent.
 
 Before the counted rounds, uncounted ones warm both sides for the plan's `warmup` seconds: the
 first rounds after a call sized the blocks ran 3-7% off the rest for several subjects here
@@ -49,7 +50,9 @@ class Plan:
     `between_runs`: the ratio's standard deviation from one run to the next that these rounds
     cannot show, as a fraction, held by the interval (`proofbench.stats.with_runs`);
     `no_difference`: the widest difference "no significant difference" may leave open (0: the
-    precision; `proofbench.stats.paired`).
+    precision; `proofbench.stats.paired`); `span`: seconds the counted rounds go on for at
+    least, within the budget (a machine state that lasts seconds, a disk's writeback, would
+    otherwise set a whole estimate that the precision alone stops after a second or two).
     """
 
     budget: float = 4.0
@@ -62,13 +65,14 @@ class Plan:
     warmup: float = 0.0
     between_runs: float = 0.0
     no_difference: float = 0.0
+    span: float = 0.0
 
     def to_dict(self) -> dict[str, float | None]:
         """The plan as stored beside the rounds it produced."""
         return {"budget": self.budget, "precision": self.precision, "min_rounds": self.min_rounds,
                 "block": self.block, "max_rounds": self.max_rounds, "heavy": self.heavy,
                 "processes": self.processes, "warmup": self.warmup, "between_runs": self.between_runs,
-                "no_difference": self.no_difference}
+                "no_difference": self.no_difference, "span": self.span}
 
     def judged(self, rounds: Sequence[Round]) -> Paired:
         """`rounds` as this plan judges them: its precision, minimum rounds, heavy load and
@@ -81,7 +85,7 @@ class Plan:
         rounds (never fewer than a t interval needs), and a precision wider by the square root of
         their number, since the processes' rounds together narrow the interval that much."""
         k = self.processes
-        return replace(self, budget=self.budget / k, min_rounds=max(MIN_ROUNDS, math.ceil(self.min_rounds / k)),
+        return replace(self, budget=self.budget / k, span=self.span / k, min_rounds=max(MIN_ROUNDS, math.ceil(self.min_rounds / k)),
                        precision=self.precision * math.sqrt(k), max_rounds=max(MIN_ROUNDS, self.max_rounds // k),
                        processes=1)
 
@@ -148,6 +152,8 @@ def _done(rounds: list[Round], plan: Plan, spent: float) -> bool:
         return False
     if spent >= plan.budget or len(rounds) >= plan.max_rounds:
         return True
+    if spent < plan.span:
+        return False
     summary = plan.judged(rounds)
     return (summary.kept >= plan.min_rounds and summary.ratio.half_width <= plan.precision
             and summary.why not in NEAR_ONE)

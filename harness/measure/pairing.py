@@ -16,7 +16,7 @@ The document (version `DOCUMENT_VERSION`), in the sidecar record's `rounds` fiel
 
     {"version": 1,
      "plan": {"budget", "precision", "min_rounds", "block", "max_rounds", "heavy", "processes",
-              "warmup", "between_runs", "no_difference"},
+              "warmup", "between_runs", "no_difference", "span"},
      "rounds": [{"a": [calls, seconds, load], "b": [...], "first": "a" | "b", "process": 0}, ...],
      "checks": {"baseline": [[round, value], ...], "variant": [[round, value], ...],
                 "states": [[round, "reading"], ...]},
@@ -49,15 +49,17 @@ DOCUMENT_VERSION = 1
 HEAVY_MARGIN = 1.0
 
 
-def plan(profile: Profile, subject: str, cores: int | None = None) -> Plan:
+def plan(profile: Profile, subject: str, cores: int | None = None, bound: str = "compute") -> Plan:
     """The plan of one variant's rounds under `profile`: its budget and variation between runs
-    for `subject`, and rounds left out as heavy when other processes take more than the cores
-    the run leaves free."""
+    for `subject`, rounds left out as heavy when other processes take more than the cores the
+    run leaves free, and, for a data-bound subject (`bound` "data"), rounds that span the
+    profile's `data_span` share of the budget."""
     spare = max(0, (cores or os.cpu_count() or 1) - profile.torch_threads)
-    return Plan(budget=profile.budget(subject), precision=profile.precision, min_rounds=profile.min_rounds,
+    budget = profile.budget(subject)
+    return Plan(budget=budget, precision=profile.precision, min_rounds=profile.min_rounds,
                 block=profile.block_seconds, heavy=spare + HEAVY_MARGIN, processes=profile.processes,
                 warmup=profile.pair_warmup, between_runs=profile.between(subject),
-                no_difference=profile.no_difference)
+                no_difference=profile.no_difference, span=budget * profile.data_span if bound == "data" else 0.0)
 
 
 def measure(subject: Subject, variant: Variant, prepare: Callable[[], Workload], plan_: Plan,
