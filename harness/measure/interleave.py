@@ -81,11 +81,12 @@ class Plan:
                       no_difference=self.no_difference)
 
     def part(self) -> "Plan":
-        """One process's part of a plan shared by `processes`: its share of the budget and of the
+        """One process's part of a plan shared by `processes`: its share of the budget, the span and the
         rounds (never fewer than a t interval needs), and a precision wider by the square root of
         their number, since the processes' rounds together narrow the interval that much."""
         k = self.processes
-        return replace(self, budget=self.budget / k, span=self.span / k, min_rounds=max(MIN_ROUNDS, math.ceil(self.min_rounds / k)),
+        return replace(self, budget=self.budget / k, span=self.span / k,
+                       min_rounds=max(MIN_ROUNDS, math.ceil(self.min_rounds / k)),
                        precision=self.precision * math.sqrt(k), max_rounds=max(MIN_ROUNDS, self.max_rounds // k),
                        processes=1)
 
