@@ -107,7 +107,7 @@ class Tally:
         ratio = lambda a, b: a / b if b else math.nan  # noqa: E731
         precision, recall = ratio(self.tp, self.tp + self.fp), ratio(self.found, self.steps)
         return {"precision": precision, "recall": recall,
-                "f1": ratio(2 * precision * recall, precision + recall) if self.tp else 0.0,
+                "f1": float(f1(np.array([self.tp, self.fp, self.steps], dtype=float))),
                 "recall_detectable": ratio(self.detectable_found, self.detectable),
                 "fp_per_100_commits": 100 * ratio(self.free_fp, self.free_commits),
                 "steps": self.steps, "detections": self.tp + self.fp}
@@ -151,13 +151,18 @@ def tally(histories: list[synth.History], found: dict[str, list[Found]], missing
     return out
 
 
+def f1(counts: np.ndarray) -> np.ndarray:
+    """F1 = 2PR / (P + R) = 2 TP / (TP + FP + true steps), from counts (matched, false, true
+    steps) on the last axis; 0 where nothing matched."""
+    return 2 * counts[..., 0] / np.maximum(counts[..., 0] + counts[..., 1] + counts[..., 2], 1)
+
+
 def f1_difference(ours: Tally, anchor: Tally, resamples: int = BOOTSTRAP, seed: int = 0
                   ) -> tuple[float, float, float]:
     """F1 of `ours` less the anchor's, on the same histories, and its 95% interval: the
     histories resampled with replacement, both detectors' counts together (a paired
-    bootstrap; F1 = 2 TP / (2 TP + FP + FN) over the resampled histories)."""
+    bootstrap; `f1` over the resampled histories)."""
     a, b = np.array(ours.counts, dtype=float), np.array(anchor.counts, dtype=float)
-    f1 = lambda c: 2 * c[..., 0] / np.maximum(c[..., 0] + c[..., 1] + c[..., 2], 1)  # noqa: E731
     rows = np.random.default_rng(seed).integers(0, len(a), size=(resamples, len(a)))
     diffs = f1(a[rows].sum(axis=1)) - f1(b[rows].sum(axis=1))
     low, high = np.quantile(diffs, [0.025, 0.975])
