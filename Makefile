@@ -66,7 +66,8 @@ install-edivisive: .venv-edivisive/bin/python
 
 # Benchmark scripts (not tests): the detector and its anchors on synthetic and real histories
 # (about 2 minutes on 2 cores; QUICK=1 for a smaller suite), the nightly check simulated with
-# re-measurement, detect() timed over 300 x 1000 points, the report at scale.
+# re-measurement (ANCHORS=1: also asv's step detection, Otava and e-divisive as the nightly check),
+# detect() timed over 300 x 1000 points, the report at scale.
 evaluate-detect: install-evaluate install-edivisive
 	$(BIN)/python -m tools.detect_evaluation $(if $(QUICK),--quick)
 
@@ -76,8 +77,8 @@ evaluate-detect: install-evaluate install-edivisive
 evaluate-noise: install
 	$(BIN)/python -m tools.noise_evaluation $(if $(QUICK),--quick)
 
-simulate-nightly: install
-	$(BIN)/python -m tools.nightly_simulation $(if $(QUICK),--quick)
+simulate-nightly: install $(if $(ANCHORS),install-evaluate install-edivisive)
+	$(BIN)/python -m tools.nightly_simulation $(if $(QUICK),--quick) $(if $(ANCHORS),--anchors)
 
 detect-timing: install
 	$(BIN)/python -m tools.detect_timing

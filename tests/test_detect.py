@@ -10,6 +10,7 @@ from proofbench.analysis.shift import u_tail as _u_tail
 from proofbench.analysis.tracker import Tracker
 from proofbench.errors import InputError
 from tools import history_synth as synth
+from tools import nightly_simulation
 
 
 def _noisy(levels, cv=0.01, seed=0):
@@ -128,6 +129,30 @@ def test_tracker_alerts_once_and_never_moves_or_withdraws():
     (up_night, up), (down_night, down) = raised
     assert 40 < up_night <= 44 and 60 < down_night <= 64
     assert up.regression and not down.regression
+
+
+def test_tracker_runs_another_detector_under_the_same_rules():
+    # A detector that reports a step at commit 30 once 36 commits are in, wandering to 32 later:
+    # alerted once, the night it is first reported, at its first place (the same-step rule
+    # takes the wandering report for it); a step older than max_age is no news.
+    def detector(window):
+        at = 30 if len(window) < 45 else 32
+        return [ChangePoint(at, 1, 1.0, 1.1, math.nan, math.nan, True)] if len(window) >= 36 else []
+    tracker = Tracker(detector=detector)
+    raised = [(night, cp.index) for night, v in enumerate([1.0] * 60) for cp in tracker.add(v)]
+    assert raised == [(35, 30)]
+
+    def old_news(window):  # first reported when commit 5 is 66 commits old
+        return [ChangePoint(5, 1, 1.0, 1.1, math.nan, math.nan, True)] if len(window) > 70 else []
+    late = Tracker(detector=old_news, max_age=60)
+    assert [cp for v in [1.0] * 80 for cp in late.add(v)] == []
+
+
+def test_an_anchors_steps_become_change_points_with_their_segments_levels():
+    values = [1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0, 1.5, 1.5, 1.5]
+    points = nightly_simulation.anchor_points(values, [(4, 1), (8, -1)])
+    assert [(p.index, p.direction, p.before, p.after, p.regression) for p in points] == \
+        [(4, 1, 1.0, 2.0, True), (8, -1, 2.0, 1.5, False)]
 
 
 def test_tracker_skips_failed_nights_and_keeps_indexes():

@@ -40,17 +40,19 @@ RUPTURES_PEN = 10.0
 EDIVISIVE_PYTHON = Path(__file__).resolve().parent.parent / ".venv-edivisive" / "bin" / "python"
 
 
-def directions(values: Sequence[float], indexes: Sequence[int]) -> Found:
-    """(index, direction) for boundaries given as first indexes of new segments."""
+def levels(values: Sequence[float], indexes: Sequence[int]) -> list[tuple[int, float, float]]:
+    """(index, level before, level after) for boundaries given as first indexes of new segments:
+    the medians of the segments between them."""
     y = np.asarray(values, dtype=float)
     bounds = sorted(i for i in set(indexes) if 0 < i < len(y))
     edges = [0, *bounds, len(y)]
-    out = []
-    for j, k in enumerate(bounds):
-        before, after = np.median(y[edges[j]:k]), np.median(y[k:edges[j + 2]])
-        if after != before:
-            out.append((int(k), 1 if after > before else -1))
-    return out
+    return [(int(k), float(np.median(y[edges[j]:k])), float(np.median(y[k:edges[j + 2]])))
+            for j, k in enumerate(bounds)]
+
+
+def directions(values: Sequence[float], indexes: Sequence[int]) -> Found:
+    """(index, direction) for boundaries given as first indexes of new segments."""
+    return [(k, 1 if after > before else -1) for k, before, after in levels(values, indexes) if after != before]
 
 
 def asv_changes(values: Sequence[float]) -> Found:

@@ -30,6 +30,15 @@ within 3 nights, false alerts per 100 nightly runs (an alert that matches no tru
 re-measurements per 100 nights and their paired rounds on average (their cost); beside, the same
 tracker without re-measurement (history alone); and how the bisections over a true step went
 (named its commit, named a wrong one, could not tell).
+
+With `--anchors`, the anchors of the detector's evaluation that come nearest its F1 (asv's step
+detection, Otava, e-divisive; `tools.anchors`, at their defaults) run as the nightly check too:
+the same tracker (window, alerted once, same-step rule, age limit) with the anchor finding the
+steps in each night's window from ANCHOR_FIRST values on, by the history alone (an anchor
+cannot say which of its steps are undecided, so nothing is re-measured). A detector's F1 over
+a whole history counts each false step once; a nightly check that runs it every night over the
+same commits gets a false step each night it shows. (Ruptures and the Mann-Whitney window are
+behind the detector's F1 on every noise model, and 5-30 times slower a window: left out.)
 """
 from __future__ import annotations
 
@@ -46,7 +55,9 @@ import numpy as np
 
 from proofbench.analysis import bisect as bisection
 from proofbench.analysis.confirm import ALPHA, LOOKS, Outcome, Rounds, commits, looks, neighbours
+from proofbench.analysis.detect import ChangePoint
 from proofbench.analysis.tracker import Tracker
+from tools import anchors
 from tools import history_synth as synth
 
 SEED = 20251102
@@ -54,6 +65,8 @@ TOLERANCE = 2
 CHANGE_FREE_LENGTH = 150
 ROUNDS = 6  # as `proofbench check --confirm-rounds`
 MODES = (("re-measured", True, False), ("--bisect", True, True), ("history alone", False, False))
+ANCHORS = ("asv", "otava", "e-divisive")
+ANCHOR_FIRST = 10  # values in the window before an anchor runs
 
 
 @dataclass(frozen=True)
@@ -129,6 +142,58 @@ def _batch(history: synth.History, first: int, last: int, rounds: int, rng: np.r
     return Rounds(str(first), str(last), before, after, 0.0)
 
 
+def anchor_windows(history: synth.History, horizon: int = Tracker().horizon) -> list[list[float]]:
+    """The windows the tracker hands its detector on the nights an anchor runs (ANCHOR_FIRST
+    values on): the last `horizon` values up to each night."""
+    return [list(history.values[max(0, night + 1 - horizon):night + 1])
+            for night in range(ANCHOR_FIRST - 1, len(history))]
+
+
+def anchor_points(values: list[float], found: anchors.Found) -> list[ChangePoint]:
+    """An anchor's (index, direction) pairs in a window as change points, their levels the
+    medians of the window's segments between the anchor's boundaries (which the tracker's
+    same-step rule reads); an increase is a regression, as for a time."""
+    direction = dict(found)
+    return [ChangePoint(k, direction[k], before, after, math.nan, math.nan, direction[k] == 1)
+            for k, before, after in anchors.levels(values, list(direction))]
+
+
+def anchor_night(history: synth.History, found: list[anchors.Found]) -> Night:
+    """The nightly tracker over one history, by the history alone, with an anchor's change
+    points in each night's window (`found`: one list per window of `anchor_windows`)."""
+    nightly = iter(found)
+
+    def detector(values: list[float | None]) -> list[ChangePoint]:
+        return anchor_points(values, next(nightly)) if len(values) >= ANCHOR_FIRST else []
+    tracker = Tracker(detector=detector)
+    alerts = [(night, cp.index, cp.direction, False) for night, value in enumerate(history.values)
+              for cp in tracker.add(value)]
+    return Night(history, tuple(alerts), 0)
+
+
+def _in_process_anchor(history: synth.History, name: str) -> Night:
+    return anchor_night(history, [anchors.IN_PROCESS[name](w) for w in anchor_windows(history)])
+
+
+def anchor_nights(name: str, histories: list[synth.History], pool: ProcessPoolExecutor, workers: int) -> list[Night]:
+    """Every history's nights with the anchor `name` as the nightly check."""
+    if name != "e-divisive":
+        return list(pool.map(partial(_in_process_anchor, name=name), histories, chunksize=2))
+    windows = [anchor_windows(h) for h in histories]
+    flat = [w for ws in windows for w in ws]
+    chunks = [list(range(k, len(flat), workers)) for k in range(workers)]
+    procs = [anchors.edivisive_start([flat[i] for i in c], c) for c in chunks]
+    found: list[anchors.Found] = [[] for _ in flat]
+    for chunk, proc in zip(chunks, procs):
+        for i, f in zip(chunk, anchors.edivisive_result(proc, [flat[i] for i in chunk])):
+            found[i] = f
+    nights, at = [], 0
+    for h, ws in zip(histories, windows):
+        nights.append(anchor_night(h, found[at:at + len(ws)]))
+        at += len(ws)
+    return nights
+
+
 def flagged(night: Night) -> tuple[dict[int, int], int]:
     """{step position: nights to flag (1: the night its first commit arrived)} and false alerts."""
     steps, out, false = night.history.steps, {}, 0
@@ -184,19 +249,25 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=ROUNDS, help="paired rounds of a re-measurement")
     parser.add_argument("--alpha", type=float, default=ALPHA, help="1 - confidence of the re-measured interval")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--anchors", action="store_true", help="also the anchors as nightly checks (minutes more)")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args(argv)
     per_model = args.per_model or (12 if args.quick else 50)
     histories = sorted(suites(per_model, synth.NOISE_MODELS), key=len, reverse=True)
     t0 = time.perf_counter()
     out: dict = {"meta": {"seed": SEED, "per_model": per_model, "rounds": args.rounds, "alpha": args.alpha}}
+    labels = [label for label, _, _ in MODES]
+    not_run = _anchors_not_run() if args.anchors else {}
     with ProcessPoolExecutor(args.workers) as pool:
         for label, confirm, bisect in MODES:
             run = partial(simulate, rounds=args.rounds, alpha=args.alpha, confirm=confirm, bisect=bisect)
-            nights = list(pool.map(run, histories, chunksize=2))
-            out[label] = {m: summarise([n for n in nights if n.history.noise == m]) for m in synth.NOISE_MODELS}
-            out[label]["all"] = summarise(nights)
+            out[label] = _by_model(list(pool.map(run, histories, chunksize=2)))
+        for name in ANCHORS if args.anchors else ():
+            if name not in not_run:
+                labels.append(name)
+                out[name] = _by_model(anchor_nights(name, histories, pool, args.workers))
     out["meta"]["wall_s"] = round(time.perf_counter() - t0, 1)
+    out["meta"]["anchors_not_run"] = not_run
     print(f"nightly simulation: {len(histories)} histories ({per_model} per regression size and noise model, "
           f"{per_model // 2} change-free of {CHANGE_FREE_LENGTH}), {args.rounds} rounds a re-measurement "
           f"(up to {LOOKS} batches while too wide to decide), each look at {1 - args.alpha / LOOKS:.2%}; "
@@ -204,7 +275,7 @@ def main(argv: list[str] | None = None) -> None:
     head = (f"{'mode':<15}{'noise':<10}{'10%<=2n%':>9}{'5%<=3n%':>9}{'10%<=5n%':>9}{'med.n':>6}{'FA/100n':>8}"
             f"{'remeas/100n':>12}{'rounds':>7}")
     print(head + "\n" + "-" * len(head))
-    for label, _, _ in MODES:
+    for label in labels:
         for m in (*synth.NOISE_MODELS, "all"):
             s = out[label][m]
             print(f"{label:<15}{m:<10}{_fmt(s['flagged_10pct_by_night_2']):>9}{_fmt(s['flagged_5pct_by_night_3']):>9}"
@@ -212,12 +283,27 @@ def main(argv: list[str] | None = None) -> None:
                   f"{_fmt(s['false_alerts_per_100_nights'], 1, 2):>8}{_fmt(s['remeasured_per_100_nights'], 1, 1):>12}"
                   f"{_fmt(s['rounds_per_remeasurement'], 1, 1):>7}")
         print()
+    if args.anchors:
+        print(f"anchors ({', '.join(labels[len(MODES):])}): the same tracker by the history alone, the anchor finding "
+              f"the steps in each night's window" + "".join(f"; {k} not run: {v}" for k, v in not_run.items()))
     b = out["--bisect"]["all"]["bisections"]
     print(f"bisections over a true step: {sum(b.values())}; named its commit {b['named']}, a wrong commit "
           f"{b['wrong']}, could not tell {b['cannot tell']}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(_finite(out), f, indent=1)
+
+
+def _by_model(nights: list[Night]) -> dict:
+    out = {m: summarise([n for n in nights if n.history.noise == m]) for m in synth.NOISE_MODELS}
+    out["all"] = summarise(nights)
+    return out
+
+
+def _anchors_not_run() -> dict[str, str]:
+    # the anchors that cannot run here, and why
+    reasons = {**anchors.in_process_available(), "e-divisive": anchors.edivisive_available()}
+    return {name: reasons[name] for name in ANCHORS if reasons[name]}
 
 
 def _finite(x):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 from proofbench.analysis.detect import ALPHA, DEFAULT, MIN_STEP, ChangePoint, Tuning, detect
 from proofbench.errors import InputError
@@ -39,18 +39,24 @@ class Tracker:
     A nightly job is a fresh process: pass the stored `history` (and `samples`) and the
     `alerts` raised before; tonight's `add` then alerts only what is new. Without `alerts`,
     the first `add` alerts every step already in the history.
+
+    `detector`, where given, finds the steps instead of `detect`: called with the window's
+    values, it returns their change points (indexes into the window; none suspected). Another
+    detector then runs inside the same nightly rules (`tools.nightly_simulation --anchors`).
     """
 
     def __init__(self, *, higher_is_better: bool = False, history: Sequence[float | None] = (),
                  samples: Sequence[Sequence[float] | None] | None = None,
                  alerts: Sequence[ChangePoint] = (), confirm: int = 1, horizon: int = 120,
                  radius: int = 4, max_age: int | None = None, min_step: float = MIN_STEP,
-                 alpha: float = ALPHA, tuning: Tuning = DEFAULT) -> None:
+                 alpha: float = ALPHA, tuning: Tuning = DEFAULT,
+                 detector: Callable[[list[float | None]], Sequence[ChangePoint]] | None = None) -> None:
         if samples is not None and len(samples) != len(history):
             raise InputError(f"Tracker: samples has {len(samples)} entries, expected one per "
                              f"history value ({len(history)})")
         self.higher_is_better, self.min_step, self.alpha = higher_is_better, min_step, alpha
         self.confirm, self.horizon, self.radius, self.tuning = confirm, horizon, radius, tuning
+        self.detector = detector
         self.max_age = horizon // 2 if max_age is None else max_age
         self._values = list(history)
         self._samples = list(samples) if samples is not None else [None] * len(self._values)
@@ -113,9 +119,12 @@ class Tracker:
     def _found(self) -> tuple[list[ChangePoint], list[ChangePoint]]:
         start = max(0, len(self._values) - self.horizon)
         samples = self._samples[start:]
-        found = detect(self._values[start:], samples=samples if any(s is not None for s in samples) else None,
-                       higher_is_better=self.higher_is_better, min_step=self.min_step, alpha=self.alpha,
-                       suspected=True, tuning=self.tuning)
+        if self.detector is not None:
+            found = list(self.detector(self._values[start:]))
+        else:
+            found = detect(self._values[start:], samples=samples if any(s is not None for s in samples) else None,
+                           higher_is_better=self.higher_is_better, min_step=self.min_step, alpha=self.alpha,
+                           suspected=True, tuning=self.tuning)
         found = [replace(c, index=c.index + start) for c in found]
         return [c for c in found if not c.suspected], [c for c in found if c.suspected]
 
