@@ -114,6 +114,25 @@ def edivisive_result(proc: subprocess.Popen, histories: list[Sequence[float]]) -
     return [directions(h, idx) for h, idx in zip(histories, json.loads(out))]
 
 
+class EDivisiveRun:
+    """e-divisive on many histories, split over `workers` processes of its own environment
+    (history i seeded with i): started at construction, so other work can run meanwhile, and
+    read by `result`."""
+
+    def __init__(self, histories: list[Sequence[float]], workers: int) -> None:
+        self.histories = histories
+        self.chunks = [list(range(w, len(histories), workers)) for w in range(workers)]
+        self.procs = [edivisive_start([histories[i] for i in c], c) for c in self.chunks]
+
+    def result(self) -> list[Found]:
+        """The change points of every history, in input order."""
+        found: list[Found] = [[] for _ in self.histories]
+        for chunk, proc in zip(self.chunks, self.procs):
+            for i, f in zip(chunk, edivisive_result(proc, [self.histories[i] for i in chunk])):
+                found[i] = f
+        return found
+
+
 IN_PROCESS: dict[str, Callable[[Sequence[float]], Found]] = {
     "asv": asv_changes,
     "ruptures": ruptures_changes,

@@ -119,8 +119,7 @@ def evaluate(histories: list[synth.History], workers: int) -> tuple[dict[str, li
     reason = anchors.edivisive_available()
     if reason:
         missing["e-divisive"] = reason
-    chunks = [list(range(w, len(histories), workers)) for w in range(workers)]
-    procs = [] if reason else [anchors.edivisive_start([histories[i].values for i in c], c) for c in chunks]
+    edivisive = None if reason else anchors.EDivisiveRun([h.values for h in histories], workers)
     order = sorted(range(len(histories)), key=lambda i: -len(histories[i]))  # longest first
     if workers <= 1:
         results = [run_history(histories[i]) for i in order]
@@ -131,9 +130,8 @@ def evaluate(histories: list[synth.History], workers: int) -> tuple[dict[str, li
     for i, result in zip(order, results):
         for name, f in result.items():
             found[name][i] = f
-    for chunk, proc in zip(chunks, procs):
-        for i, f in zip(chunk, anchors.edivisive_result(proc, [histories[i].values for i in chunk])):
-            found["e-divisive"][i] = f
+    if edivisive is not None:
+        found["e-divisive"] = edivisive.result()
     return found, missing
 
 

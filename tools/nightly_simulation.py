@@ -180,13 +180,7 @@ def anchor_nights(name: str, histories: list[synth.History], pool: ProcessPoolEx
     if name != "e-divisive":
         return list(pool.map(partial(_in_process_anchor, name=name), histories, chunksize=2))
     windows = [anchor_windows(h) for h in histories]
-    flat = [w for ws in windows for w in ws]
-    chunks = [list(range(k, len(flat), workers)) for k in range(workers)]
-    procs = [anchors.edivisive_start([flat[i] for i in c], c) for c in chunks]
-    found: list[anchors.Found] = [[] for _ in flat]
-    for chunk, proc in zip(chunks, procs):
-        for i, f in zip(chunk, anchors.edivisive_result(proc, [flat[i] for i in chunk])):
-            found[i] = f
+    found = anchors.EDivisiveRun([w for ws in windows for w in ws], workers).result()
     nights, at = [], 0
     for h, ws in zip(histories, windows):
         nights.append(anchor_night(h, found[at:at + len(ws)]))
