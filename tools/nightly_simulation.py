@@ -50,6 +50,7 @@ import zlib
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
+from typing import Callable
 
 import numpy as np
 
@@ -142,11 +143,20 @@ def _batch(history: synth.History, first: int, last: int, rounds: int, rng: np.r
     return Rounds(str(first), str(last), before, after, 0.0)
 
 
-def anchor_windows(history: synth.History, horizon: int = Tracker().horizon) -> list[list[float]]:
-    """The windows the tracker hands its detector on the nights an anchor runs (ANCHOR_FIRST
-    values on): the last `horizon` values up to each night."""
-    return [list(history.values[max(0, night + 1 - horizon):night + 1])
-            for night in range(ANCHOR_FIRST - 1, len(history))]
+def _track(history: synth.History, find: Callable[[list[float | None]], list[ChangePoint]]
+           ) -> tuple[tuple[int, int, int, bool], ...]:
+    """The tracker fed `history` a night at a time, `find` finding the steps in each night's
+    window once it holds ANCHOR_FIRST values; the alerts, as `Night` holds them."""
+    tracker = Tracker(detector=lambda values: find(values) if len(values) >= ANCHOR_FIRST else [])
+    return tuple((night, cp.index, cp.direction, False) for night, value in enumerate(history.values)
+                 for cp in tracker.add(value))
+
+
+def anchor_windows(history: synth.History) -> list[list[float | None]]:
+    """The windows the tracker hands its detector on the nights an anchor runs, in order."""
+    seen: list[list[float | None]] = []
+    _track(history, lambda values: seen.append(list(values)) or [])
+    return seen
 
 
 def anchor_points(values: list[float], found: anchors.Found) -> list[ChangePoint]:
@@ -162,17 +172,12 @@ def anchor_night(history: synth.History, found: list[anchors.Found]) -> Night:
     """The nightly tracker over one history, by the history alone, with an anchor's change
     points in each night's window (`found`: one list per window of `anchor_windows`)."""
     nightly = iter(found)
-
-    def detector(values: list[float | None]) -> list[ChangePoint]:
-        return anchor_points(values, next(nightly)) if len(values) >= ANCHOR_FIRST else []
-    tracker = Tracker(detector=detector)
-    alerts = [(night, cp.index, cp.direction, False) for night, value in enumerate(history.values)
-              for cp in tracker.add(value)]
-    return Night(history, tuple(alerts), 0)
+    return Night(history, _track(history, lambda values: anchor_points(values, next(nightly))), 0)
 
 
 def _in_process_anchor(history: synth.History, name: str) -> Night:
-    return anchor_night(history, [anchors.IN_PROCESS[name](w) for w in anchor_windows(history)])
+    find = anchors.IN_PROCESS[name]
+    return Night(history, _track(history, lambda values: anchor_points(values, find(values))), 0)
 
 
 def anchor_nights(name: str, histories: list[synth.History], pool: ProcessPoolExecutor, workers: int) -> list[Night]:

@@ -118,10 +118,10 @@ class Tracker:
 
     def _found(self) -> tuple[list[ChangePoint], list[ChangePoint]]:
         start = max(0, len(self._values) - self.horizon)
-        samples = self._samples[start:]
         if self.detector is not None:
             found = list(self.detector(self._values[start:]))
         else:
+            samples = self._samples[start:]
             found = detect(self._values[start:], samples=samples if any(s is not None for s in samples) else None,
                            higher_is_better=self.higher_is_better, min_step=self.min_step, alpha=self.alpha,
                            suspected=True, tuning=self.tuning)
