@@ -114,6 +114,22 @@ def test_calibrate_refuses_unknown_dtypes_and_bad_counts():
         calibrate(sizes=(32,), repeats=0)
 
 
+def test_a_gpu_calibration_times_gpu_sized_matrices_unless_told_otherwise(monkeypatch):
+    # A GPU's matmul peak needs far larger matrices than a CPU's (n = 1024 is launch-bound on an
+    # H100); the sizes are checked here without a GPU, the timing itself replaced.
+    seen = []
+    monkeypatch.setattr(calibration_module, "_unsupported", lambda torch, dtype, device: None)
+    monkeypatch.setattr(calibration_module, "_matmuls",
+                        lambda torch, dtype, device, sizes, *rest: seen.append((device, sizes)) or [])
+    monkeypatch.setattr(calibration_module, "_copy", lambda torch, device, nbytes, repeats, clock:
+                        Timing("copy", "bytes", nbytes, 2.0 * nbytes, (1.0,)))
+    calibrate("cuda", 1, dtypes=("float32",))
+    calibrate("cpu", 1, dtypes=("float32",))
+    calibrate("cuda", 1, dtypes=("float32",), sizes=(64,))
+    assert seen == [("cuda", calibration_module.GPU_SIZES), ("cpu", calibration_module.SIZES), ("cuda", (64,))]
+    assert min(calibration_module.GPU_SIZES) > max(calibration_module.SIZES)
+
+
 def test_calibrate_command_stores_once_per_machine_fingerprint(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(calibration_module, "COPY_BYTES", 2**20)
     url = f"sqlite:///{tmp_path / 'cal.sqlite'}"

@@ -56,9 +56,10 @@ def _watched(reading: str, seconds: float = 0.03) -> dict:
 
 # --- the sampler and the run's record ----------------------------------------------------
 
-def test_a_power_capped_run_is_recorded_throttled_with_its_power():
+def test_a_power_capped_run_is_recorded_with_its_power_and_is_not_throttled():
+    # an H100 under full bf16 load runs at its power limit: the card's own speed, not a slowdown
     summary = _watched("power_cap")
-    assert summary["throttled"] and summary["throttle_reasons"] == ["sw_power_cap"] and not summary["thermal"]
+    assert summary["power_capped"] and not summary["throttled"] and summary["throttle_reasons"] == []
     assert summary["mean_power_w"] == pytest.approx(699.0) and summary["min_sm_clock_mhz"] == 1665
     assert summary["max_temperature_c"] == 74 and summary["samples"] >= 2
     assert summary["other_processes"] == 0 and summary["other_pids"] == []  # this process is no other
@@ -96,12 +97,12 @@ def _teardown_note(gpu) -> dict:
 
 
 def test_the_teardown_record_carries_the_gpu_summary_only_when_watched():
-    sampler = gpu_watch.start("cuda", nvml=FakeNvml(reading="power_cap"), interval=0.005)
+    sampler = gpu_watch.start("cuda", nvml=FakeNvml(reading="thermal_slowdown"), interval=0.005)
     try:
         noted = _teardown_note(sampler)
     finally:
         sampler.__exit__(None, None, None)
-    assert noted["gpu"]["throttle_reasons"] == ["sw_power_cap"] and "busy" in noted
+    assert noted["gpu"]["throttle_reasons"] == ["sw_thermal_slowdown"] and "busy" in noted
     assert "gpu" not in _teardown_note(None)
 
 
@@ -132,10 +133,10 @@ CLAIM = Claim(id="c", subject="loading.lmdb_read", variant="optimized", source="
 def test_a_speedup_measured_while_the_gpu_throttled_is_inconclusive_and_says_why():
     assert judge(CLAIM, _figures(None), has_gpu=True).label == "reproduced"
     assert judge(CLAIM, _figures(GpuConditions()), has_gpu=True).label == "reproduced"  # watched, nothing wrong
-    verdict = judge(CLAIM, _figures(GpuConditions(("sw_power_cap",))), has_gpu=True)
+    verdict = judge(CLAIM, _figures(GpuConditions(("hw_thermal_slowdown",))), has_gpu=True)
     assert (verdict.label, verdict.why) == ("inconclusive", Why.GPU_THROTTLED)
     assert verdict.value == pytest.approx(2.0, rel=0.01)  # the figure is still shown
-    assert verdict_reason(verdict) == "GPU throttled (sw_power_cap) while measured"
+    assert verdict_reason(verdict) == "GPU throttled (hw_thermal_slowdown) while measured"
 
 
 def test_a_speedup_measured_beside_another_gpu_process_is_inconclusive_and_names_it():
@@ -145,10 +146,13 @@ def test_a_speedup_measured_beside_another_gpu_process_is_inconclusive_and_names
 
 
 def test_conditions_merge_the_rows_behind_a_figure():
-    power = {"throttled": True, "throttle_reasons": ["sw_power_cap"], "other_processes": 0, "other_pids": []}
+    hot = {"throttled": True, "throttle_reasons": ["hw_thermal_slowdown"], "other_processes": 0, "other_pids": []}
     shared = {"throttled": False, "throttle_reasons": [], "other_processes": 1, "other_pids": [4242]}
     assert GpuConditions.of([None, None]) is None
-    assert GpuConditions.of([power, None, shared]) == GpuConditions(("sw_power_cap",), (4242,), 1)
+    assert GpuConditions.of([hot, None, shared]) == GpuConditions(("hw_thermal_slowdown",), (4242,), 1)
+    # a record that still counts the power cap as a throttle (stored before it stopped) does not doubt a figure
+    capped = {"throttled": True, "throttle_reasons": ["sw_power_cap"], "other_processes": 0, "other_pids": []}
+    assert GpuConditions.of([capped]) == GpuConditions()
 
 
 # --- stored, and one machine's devices side by side ---------------------------------------------
@@ -198,7 +202,7 @@ def _ingested(tmp_path, scales: dict[str, float], records: list[sidecar.Record])
 def two_devices(tmp_path):
     """One machine's results of the quick (cpu) profile and of the gpu (cuda) profile at one commit,
     the CUDA times halved and its optimized run throttled."""
-    throttled, calm = _watched("power_cap"), _watched("load")
+    throttled, calm = _watched("thermal_slowdown"), _watched("load")
     return _ingested(tmp_path, {CPU_ENV: 1.0, CUDA_ENV: 0.5},
                      [_record(CPU_ENV, "baseline", "quick", None), _record(CPU_ENV, "optimized", "quick", None),
                       _record(CUDA_ENV, "baseline", "gpu", calm), _record(CUDA_ENV, "optimized", "gpu", throttled)])
@@ -209,7 +213,7 @@ def test_ingest_keeps_the_gpu_summary_beside_busy(two_devices):
     with Session(connect(url)) as session:
         stored = {(r.profile, r.params["variant"]): r.gpu for r in session.scalars(select(Result))}
     assert stored[("quick", "baseline")] is None and stored[("gpu", "baseline")]["throttled"] is False
-    assert stored[("gpu", "optimized")]["throttle_reasons"] == ["sw_power_cap"]
+    assert stored[("gpu", "optimized")]["throttle_reasons"] == ["sw_thermal_slowdown"]
 
 
 @pytest.mark.parametrize("junk", [["not", "a", "record"], {"throttled": "yes", "throttle_reasons": [],
@@ -231,14 +235,14 @@ def test_compare_devices_shows_cpu_and_cuda_side_by_side(two_devices, capsys):
     assert "box [cpu] (A) against box [cuda] (B)" in text
     assert "A: box (cpu profiles)" in text and "B: box (cuda profiles)" in text
     assert "0.50x" in text  # items/s on the CPU over the CUDA profile's: half the CUDA one's
-    assert "GPU throttled (sw_power_cap) while measured" in text
+    assert "GPU throttled (sw_thermal_slowdown) while measured" in text
     assert main(["compare", "box", "--devices", "cpu", "cuda", "--format", "json", "--db", url,
                  "--project", str(project)]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert (doc["a"]["device"], doc["b"]["device"]) == ("cpu", "cuda")
     (subject,) = doc["subjects"]
     optimized = subject["variants"][1]
-    assert optimized["a"]["gpu"] is None and optimized["b"]["gpu"]["throttle_reasons"] == ["sw_power_cap"]
+    assert optimized["a"]["gpu"] is None and optimized["b"]["gpu"]["throttle_reasons"] == ["sw_thermal_slowdown"]
     assert optimized["throughput_ratio"]["estimate"] == pytest.approx(0.5)
 
 

@@ -20,7 +20,8 @@ def add_parser(sub) -> None:
                         "of the machine id)")
     parser.add_argument("--again", action="store_true", help="measure again and replace the stored calibration")
     parser.add_argument("--repeats", type=int, default=None, help="timed repeats per size (default 5)")
-    parser.add_argument("--sizes", default=None, help="comma-separated matrix sizes (default 256,512,1024)")
+    parser.add_argument("--sizes", default=None, help="comma-separated matrix sizes (default 256,512,1024; "
+                        "2048,4096,8192 on a CUDA profile)")
     add_db_option(parser)
     parser.set_defaults(handler=handle)
 
@@ -52,7 +53,7 @@ def handle(args: argparse.Namespace) -> int:
     found = optional_project(args)
     db = engine(args, found)
     run = get_profile(args.profile, found.profiles if found is not None else None)
-    sizes = _sizes(args.sizes) or calibrate.SIZES
+    sizes = _sizes(args.sizes) or calibrate.default_sizes(run.device)
     machine = capture(args.name)
     with Session(db) as session, session.begin():
         row, _ = store_captured(session, machine)

@@ -2,10 +2,10 @@
 
 A calibration times square matmuls (n x n @ n x n, 2n^3 operations) in every dtype the machine
 runs (float32, bfloat16, float16, and int8 through `torch._int_mm` where the build has it) at
-a few sizes, each `repeats` times after a warm-up call, and one large tensor copy (bytes read
-plus bytes written). Raw seconds are kept; a peak is the best rate over sizes and repeats, with
-the spread of the repeats at that size beside it. A dtype the machine cannot run is recorded
-with the reason, never left out silently.
+a few sizes (`default_sizes`: larger on a GPU), each `repeats` times after a warm-up call, and
+one large tensor copy (bytes read plus bytes written). Raw seconds are kept; a peak is the best
+rate over sizes and repeats, with the spread of the repeats at that size beside it. A dtype the
+machine cannot run is recorded with the reason, never left out silently.
 
 The thread count is part of the result: one thread and every core are different peaks, so a
 calibration runs at the thread count of the run profile whose results it is set against.
@@ -22,7 +22,10 @@ from proofbench.measure.timer import sync_clock
 
 FORMAT_VERSION = 1
 DTYPES = ("float32", "bfloat16", "float16", "int8")
-SIZES = (256, 512, 1024)
+SIZES = (256, 512, 1024)  # a CPU's peak is reached by n = 1024
+# A GPU's is not: on an H100 (torch 2.11, CUDA 13) n = 1024 gave 14 bf16 TFLOP/s (repeats 61% apart,
+# launch-bound) where n = 8192 gave 782, and 26 fp32 TFLOP/s where n = 8192 gave 51.
+GPU_SIZES = (2048, 4096, 8192)
 REPEATS = 5
 COPY_BYTES = 256 * 2**20  # well past any last-level cache, so the copy runs from memory
 MAX_CALL_SECONDS = 1.0  # a size expected to take longer than this per call is not tried
@@ -175,11 +178,21 @@ def _unsupported(torch: Any, dtype: str, device: str) -> str | None:
     return None
 
 
+def default_sizes(device: str) -> tuple[int, ...]:
+    """The matrix sizes a calibration on `device` times when none are given: `GPU_SIZES` on CUDA,
+    `SIZES` elsewhere."""
+    return GPU_SIZES if device == "cuda" else SIZES
+
+
 def calibrate(device: str = "cpu", threads: int = 1, *, dtypes: tuple[str, ...] = DTYPES,
-              sizes: tuple[int, ...] = SIZES, repeats: int = REPEATS, copy_bytes: int = COPY_BYTES,
+              sizes: tuple[int, ...] | None = None, repeats: int = REPEATS, copy_bytes: int = COPY_BYTES,
               max_call_seconds: float = MAX_CALL_SECONDS, clock: Callable[[], float] = sync_clock) -> Calibration:
-    """Measure this machine's matmul peak per dtype and its copy bandwidth at `threads` torch threads."""
+    """Measure this machine's matmul peak per dtype and its copy bandwidth at `threads` torch threads
+    (`sizes` None: `default_sizes(device)`)."""
     import torch
+
+    if sizes is None:
+        sizes = default_sizes(device)
 
     unknown = [d for d in dtypes if d not in DTYPES]
     if unknown or repeats < 1 or not sizes or threads < 1:

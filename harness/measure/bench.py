@@ -274,7 +274,7 @@ class SubjectBenchmark:
             return math.nan
 
         def measure() -> float:
-            with PeakMemory() as peak:
+            with PeakMemory(self._profile.device) as peak:
                 self._variant.run(self._workload.inputs)
             return float(peak.bytes)
 

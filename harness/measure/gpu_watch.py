@@ -2,7 +2,8 @@
 
 Only a CUDA profile's benchmarks are watched, and only where NVML sees a GPU: elsewhere nothing
 is sampled and the record gains no key. The summary says whether the clocks were held down
-(`throttled`, `throttle_reasons`, `thermal`), how fast the SM clock ran (mean and minimum over
+(`throttled`, `throttle_reasons`, `thermal`) or ran at the card's power limit (`power_capped`:
+its normal state under full load, not a throttle), how fast the SM clock ran (mean and minimum over
 busy samples), the hottest reading, the mean power draw where readable, and how many other
 processes computed on the GPU meanwhile (`other_processes`, `other_pids`).
 """
@@ -11,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from proofbench.machine.nvml import NvmlSampler, Telemetry
+from proofbench.machine.nvml import THROTTLE_REASONS, NvmlSampler, Telemetry
 
 SAMPLE_INTERVAL = 0.1  # seconds between readings: NVML's own counters update about this often
 _KEPT = ("samples", "throttled", "throttle_reasons", "min_sm_clock_mhz", "mean_sm_clock_mhz", "max_temperature_c",
-         "mean_power_w", "other_processes", "other_pids")
+         "mean_power_w", "other_processes", "other_pids", "power_capped")
 
 
 def start(device: str, nvml: Any = None, interval: float = SAMPLE_INTERVAL) -> NvmlSampler | None:
@@ -82,7 +83,9 @@ class GpuConditions:
         watched = [r for r in records if r]
         if not watched:
             return None
-        reasons = {str(x) for r in watched if r.get("throttled") for x in r.get("throttle_reasons") or ()}
+        # a record stored before the power cap stopped counting as a throttle may still name it
+        reasons = {str(x) for r in watched if r.get("throttled") for x in r.get("throttle_reasons") or ()
+                   if x in THROTTLE_REASONS}
         pids = {int(p) for r in watched for p in r.get("other_pids") or ()}
         return cls(tuple(sorted(reasons)), tuple(sorted(pids)),
                    max(int(r.get("other_processes") or 0) for r in watched))

@@ -3,6 +3,11 @@
 CPU: the kernel's high-water mark of resident memory (VmHWM) is reset by writing 5 to
 /proc/self/clear_refs, so a peak read afterwards belongs to the measured call alone.
 GPU: torch's peak-allocation counter is reset and read around the call.
+Which of the two a measurement reports follows the device it is told (the run profile's): a CPU
+profile's call reports its resident-set peak even where something in the process has initialised
+CUDA (on an H100 here `torch.backends.cudnn.version()`, which `capture()` calls, did; the GPU
+peak of a CPU call then read 0 bytes). Told no device, the GPU peak is reported whenever CUDA is
+initialised.
 asv's own peakmem_ reports the whole process's peak, imports and setup included, which
 hides the difference between variants; this does not.
 
@@ -55,19 +60,23 @@ def _cuda():
 
 @dataclass
 class PeakMemory:
-    """Context manager: `with PeakMemory() as peak: work()`, then `peak.bytes`.
+    """Context manager: `with PeakMemory("cuda") as peak: work()`, then `peak.bytes`.
 
-    `bytes` is the GPU peak above its starting allocation when CUDA is in use, else the
-    CPU resident-set peak above the starting RSS.
+    `bytes` is the GPU peak above its starting allocation when CUDA is in use and `device` is
+    not "cpu", else the CPU resident-set peak above the starting RSS (`gpu_bytes` is None then).
     """
 
+    device: str | None = None  # the run profile's device; None: the GPU wherever CUDA is in use
     cpu_bytes: int = 0
     gpu_bytes: int | None = None
     _cpu_base: int = 0
     _gpu_base: int = 0
 
+    def _cuda(self):
+        return None if self.device == "cpu" else _cuda()
+
     def __enter__(self) -> "PeakMemory":
-        cuda = _cuda()
+        cuda = self._cuda()
         if cuda is not None:
             cuda.synchronize()
             cuda.reset_peak_memory_stats()
@@ -78,7 +87,7 @@ class PeakMemory:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        cuda = _cuda()
+        cuda = self._cuda()
         if cuda is not None:
             cuda.synchronize()
             self.gpu_bytes = cuda.max_memory_allocated() - self._gpu_base
