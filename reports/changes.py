@@ -2,10 +2,11 @@
 
 Where the nightly check (proofbench.analysis.check) has run, its stored alerts are the change
 points: they never move, and each is open until a later step brings the level back. Where it has
-not, `proofbench.analysis.detect.detect` runs over each series' per-commit values here, in worker
-processes started as soon as the histories are read, while the rest of the site is assembled; a
-regression found that way is open until the newest level is back past the step's middle (the
-check's own rule, `brought_back`)."""
+not, `proofbench.analysis.detect.detect` runs over each series' per-commit values here (steps of at
+least the check's default floor, `MIN_STEP`), in worker processes started as soon as the histories
+are read, while the rest of the site is assembled; a regression found that way is open until the
+newest level is back past the step's middle (the check's own rule, `brought_back`). A weak step
+(found by the detector's sensitive pass only) is marked and listed apart, never open."""
 from __future__ import annotations
 
 import datetime as dt
@@ -20,7 +21,7 @@ from sqlalchemy import inspect, select
 from sqlalchemy.orm import Session
 
 from proofbench.analysis.check import brought_back
-from proofbench.analysis.detect import detect
+from proofbench.analysis.detect import MIN_STEP, detect
 from proofbench.db.alerts import Alert, CheckRun
 from proofbench.reports import check as check_words
 from proofbench.reports.alerts import answer_words
@@ -40,6 +41,12 @@ class Step:
     regression: bool
     open: bool
     note: str = ""  # a stored alert's re-measurement, bisection and answer, in words
+    weak: bool = False  # found by the detector's sensitive pass only: shown, never open
+
+    @property
+    def mark(self) -> str:
+        """How the chart marks it: regression, improvement, or weak (either way)."""
+        return "weak" if self.weak else "regression" if self.regression else "improvement"
 
     @property
     def change(self) -> float:
@@ -69,13 +76,14 @@ def _one(job: Job) -> list[Step]:
     finite = [v for v in job.values if v is not None and math.isfinite(v)]
     if len(finite) < 5 or max(finite) == min(finite):
         return []  # too short, or a constant: nothing can step
-    found = detect(list(job.values), higher_is_better=job.higher_is_better)
+    found = detect(list(job.values), higher_is_better=job.higher_is_better, min_step=MIN_STEP)
     latest = found[-1].after if found else math.nan
     steps = []
     for cp in found:
         kept = not brought_back(cp.before, cp.after, latest)
         steps.append(Step(job.ranks[cp.index], job.ranks[max(cp.index - 1, 0)], cp.before, cp.after,
-                          getattr(cp, "p_value", math.nan), cp.regression, cp.regression and kept))
+                          getattr(cp, "p_value", math.nan), cp.regression, cp.regression and kept and not cp.weak,
+                          weak=cp.weak))
     return steps
 
 

@@ -71,7 +71,7 @@ class Marker:
 
     x: float
     number: int
-    css: str  # regression | improvement
+    css: str  # regression | improvement | weak
     title: str  # the commit and its subject line, as a tooltip too
 
 
@@ -216,7 +216,7 @@ def _legend(entries: list[tuple[str, str]], right: float) -> tuple[LegendEntry, 
 
 
 def line_chart(chart_id: str, title: str, quantity: Quantity, plots: list[Plot], x_ticks: list[tuple[int, str]],
-               x_label: str, markers: Sequence[tuple[int, int, bool, str]] = (),
+               x_label: str, markers: Sequence[tuple[int, int, str, str]] = (),
                rules: Sequence[tuple[float, str, str]] = ()) -> Chart | None:
     """A chart of `plots` over commit ranks; None when no plot has a value to show."""
     arrays = [np.asarray(p.values, dtype=float) for p in plots]
@@ -246,8 +246,8 @@ def line_chart(chart_id: str, title: str, quantity: Quantity, plots: list[Plot],
         x_ticks=tuple(Tick(round(float(x(np.array(float(r)))), 1), label) for r, label in x_ticks),
         y_ticks=tuple(Tick(round(t.at, 1), t.label) for t in y_ticks),
         lines=tuple(lines),
-        markers=tuple(Marker(round(float(x(np.array(float(r)))), 1), n, "regression" if bad else "improvement",
-                             title) for r, n, bad, title in markers),
+        markers=tuple(Marker(round(float(x(np.array(float(r)))), 1), n, css, title)
+                      for r, n, css, title in markers),
         rules=tuple(Rule(round(float(y(np.array(v))), 1), label, css) for v, label, css in rules),
         failures=tuple(sorted(set(failures))),
         off_scale=tuple(sorted(set(off_scale) - set(failures))),

@@ -308,6 +308,21 @@ def test_thresholds_and_direction_come_from_the_project_file(sqlite_url):
     assert _found(run_check(h.engine, "main", record=False, settings=strict)) == set()
 
 
+def test_a_weak_step_is_shown_by_detect_but_never_alerted(sqlite_url):
+    from proofbench.project import CheckSettings
+
+    h = History(sqlite_url)
+    h.nights(0, 30, {TIME: 1.0e-3})
+    h.nights(30, 60, {TIME: 1.1e-3})
+    assert _found(run_check(h.engine, "main", record=False)) == {(TIME, "regression")}
+    # at a level no rank test on 30 runs reaches, the step is only weak: shown, not alerted
+    with Session(h.engine) as session:
+        (series,) = load(session, "main")
+    (weak,) = detect(series.values, samples=series.samples, alpha=1e-30)
+    assert weak.weak and weak.index == 30
+    assert _found(run_check(h.engine, "main", record=False, settings=CheckSettings(significance=1e-30))) == set()
+
+
 def test_the_check_command_reads_the_project_files_check_table(sqlite_url, tmp_path, capsys):
     from conftest import make_project
 

@@ -480,6 +480,18 @@ def test_detection_in_worker_processes_matches_detection_in_process(monkeypatch)
     changes.Detection(jobs).close()  # given up before its result: the workers stop
 
 
+def test_a_weak_step_is_marked_apart_and_never_open():
+    # a machine that is sometimes 12% slower, and a 5% slowdown at commit 30: found by the
+    # detector's sensitive pass, short of the gates an alert needs
+    rng = np.random.default_rng(0)
+    y = rng.normal(0.0, 0.015, 60) + (rng.random(60) < 0.3) * math.log(1.12)
+    y[30:] += math.log(1.05)
+    ((step,),) = changes.Detection([changes.Job(list(range(60)), np.exp(y).tolist(), higher_is_better=False)]).result()
+    assert (step.rank, step.regression, step.weak, step.open, step.mark) == (30, True, True, False, "weak")
+    flat = np.exp(np.random.default_rng(1).normal(0.0, 0.002, 60)) * np.where(np.arange(60) >= 30, 1.02, 1.0)
+    assert changes.Detection([changes.Job(list(range(60)), flat.tolist(), False)]).result() == [[]]  # under 3%
+
+
 def test_a_machine_whose_hardware_changed_is_a_second_column_named_by_fingerprint():
     from proofbench.reports.machines import labels, profile_rows
 

@@ -275,8 +275,9 @@ def _changes(s: Series, settings: CheckSettings) -> list[ChangePoint]:
     samples = s.samples
     rule = settings.for_benchmark(s.benchmark)
     higher = s.higher_is_better if rule.higher_is_better is None else rule.higher_is_better
-    return detect(s.levels, samples=samples if any(x is not None for x in samples) else None,
-                  higher_is_better=higher, min_step=rule.min_step, alpha=rule.significance, suspected=True)
+    found = detect(s.levels, samples=samples if any(x is not None for x in samples) else None,
+                   higher_is_better=higher, min_step=rule.min_step, alpha=rule.significance, suspected=True)
+    return [cp for cp in found if not cp.weak]  # a weak step is shown, never alerted
 
 
 def _same(s: Series, alert: Alert, cp: ChangePoint, rank: dict[int, int]) -> bool:

@@ -1,12 +1,14 @@
 """Change points in a benchmark's history: steps up or down, found robustly, alerted once.
 
 `detect` looks at a whole history (one value per commit, optionally each commit's raw
-samples) and returns its steps; asked, also the step at its end that the history cannot
-decide yet (*suspected*: a re-measurement decides it, `proofbench.analysis.confirm`).
-`proofbench.analysis.tracker.Tracker` is the nightly view.
+samples) and returns its steps, each *decided* (the history alone is enough to alert on it)
+or *weak* (found by the sensitive pass, short of the decided gates: shown, not alerted);
+asked, also the step at its end that the history cannot decide yet (*suspected*: a
+re-measurement decides it, `proofbench.analysis.confirm`). `proofbench.analysis.tracker.Tracker`
+is the nightly view; it and the nightly check alert decided steps only.
 
-How a step is found (`tools.detect_evaluation` measures how well; the tests of one
-boundary are in `proofbench.analysis.shift`):
+How a step is found (`tools.detect_evaluation` measures how well; one boundary's tests are in
+`proofbench.analysis.shift`, the segmentation in `proofbench.analysis.segmentation`):
 
 1. Values are compared on a log scale (steps and noise are relative); failed or skipped
    commits (None/NaN) are left out and indexes stay those of the input. When any value is
@@ -16,30 +18,43 @@ boundary are in `proofbench.analysis.shift`):
 2. Noise scale from successive differences (steps and slow drift move few of them): the
    larger of their MAD scale and their RMS clipped at 3 MAD scales, which sees the second
    mode of a bimodal machine while an outlier counts as no more than a 3-sigma point.
-3. asv's L1 Potts solver (`asv.step_detect.solve_potts_approx`, median-based, so an
-   outlier costs it little) proposes boundaries with a deliberately low jump cost.
-4. Drift: the history's slope, Theil-Sen over pairs inside the proposed segments (never
-   across a proposed boundary), is removed when it is more than `slope_t` standard errors,
-   and the boundaries are proposed again on what is left; a slope fitted inside each side
-   of a boundary (over twice its window) is removed likewise. Either adds its uncertainty
-   to the shift's.
-5. Backward elimination: each boundary is tested against its neighbouring segments (at
-   most `window` points a side) and the weakest failing one is merged away until all pass;
-   survivors are then moved, within `relocate` points, to their least-cost place. A
-   boundary passes when: each side has >= `min_side` points (so one or two outliers are
-   never a step); the shift (Hodges-Lehmann) is >= `z_min` standard errors (read on
-   Student's t, as the noise scale is estimated from the history itself); a Mann-Whitney U
-   test (exact for small sides) gives p <= `alpha`, which refuses a burst of outliers or of
-   a slow mode. Where the sides are too short for the rank test ever to reach `alpha`
-   (5 against 8 points: at best 0.0016), it passes at its best p and the shift must be
-   larger by the same factor. Beside a side's slope of more than `line_t` standard
-   errors, the step must also fit its windows better than a straight line does.
-6. With samples, the rank test may also pool each side's samples; its z is divided by the
+3. Strict boundaries: asv's L1 Potts solver (`asv.step_detect.solve_potts_approx`,
+   median-based, so an outlier costs it little) proposes boundaries with a deliberately low
+   jump cost; backward elimination tests each against its neighbouring segments (at most
+   `window` points a side) and merges the weakest failing one away until all pass; survivors
+   are then moved, within `relocate` points, to their least-cost place. A boundary passes when:
+   each side has >= `min_side` points (so one or two outliers are never a step); the shift
+   (Hodges-Lehmann) is >= `z_min` standard errors (read on Student's t, as the noise scale is
+   estimated from the history itself); a Mann-Whitney U test (exact for small sides) gives
+   p <= `alpha`, which refuses a burst of outliers or of a slow mode. Where the sides are too
+   short for the rank test ever to reach `alpha` (5 against 8 points: at best 0.0016), it
+   passes at its best p and the shift must be larger by the same factor.
+4. The noise's shape (`proofbench.analysis.noise_model`): one mode, or two where the residuals
+   of the strict segments show a machine that is sometimes slow.
+5. Sensitive pass (`proofbench.analysis.scan`): each strict segment is searched for a step at
+   `scan_alpha` (1.5%) by binary segmentation, the search over positions paid for in the
+   p-value (ranks against random orderings; with two modes, each point's distance from its
+   own mode); the boundaries found are tested again between their neighbours, where they need
+   `weak_z` standard errors and a rank p of `weak_p` (two modes: a permutation p of the
+   scores), and are moved to their best places. Where the residuals of the strict segments are
+   serially correlated (lag-1, more than `serial_z` standard errors: a curved trend, seasons),
+   no scan's null law holds and the pass is off.
+6. Drift: the same again on the history less its slope (Theil-Sen within the strict
+   segments, then within the segments that reading finds). The reading kept is the one of
+   lower deviance under its noise model plus `step_cost` a boundary and `drift_cost` for the
+   drift (a slope is one parameter, a step two: its place and its size); a drift's
+   uncertainty is added to every shift read on it. A short excursion (at most `transient`
+   points between opposite steps whose outer levels agree) is no step.
+7. Each boundary of the reading kept is tested between its final neighbours at the strict
+   gates of 3. Beside a side's slope of more than `line_t` standard errors, it must also fit
+   its windows better than a straight line does. Passing, it is decided; else it is weak.
+8. With samples, the rank test may also pool each side's samples; its z is divided by the
    design effect of pooling runs (deff = 1 + (k - 1) ICC, ICC estimated from the history)
    and read on Student's t with (runs - 2) degrees of freedom; the better of that and the
    values' test is taken, its p doubled for the choice.
-7. A passing step is reported when its estimated size (the shift, as a relative change)
-   is at least `min_step`; smaller ones still separate the segments the others are tested on.
+9. A step is reported when its estimated size (the shift, as a relative change) is at least
+   `min_step` (0 by default: every step; the nightly check passes its own floor, `MIN_STEP`
+   unless the project file says otherwise); smaller ones still separate the segments.
 """
 from __future__ import annotations
 
@@ -48,11 +63,10 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from asv.step_detect import get_mu_dist, solve_potts_approx
+from proofbench.analysis.segmentation import settle
+from proofbench.analysis.shift import DEFAULT, Series, Test, Tuning, evaluate, prepare
 
-from proofbench.analysis.shift import DEFAULT, Series, Test, Tuning, evaluate, prepare, with_drift
-
-MIN_STEP = 0.03  # relative size of the step's estimate below which nothing is reported
+MIN_STEP = 0.03  # the nightly check's default floor: smaller steps are not alerted
 ALPHA = 0.001  # significance level of the rank test
 
 
@@ -68,7 +82,8 @@ class ChangePoint:
     `size`: the estimated relative size of the step (0.10 for 10%; see `detect`).
     `suspected`: the history cannot decide it yet (see `detect`); `points_after`: the valid
     points at the new level the test used. `log_scale`: False when the history had a value
-    <= 0 and was compared on a linear scale.
+    <= 0 and was compared on a linear scale. `weak`: found by the sensitive pass only, short
+    of the gates that decide a step (see the module docstring): shown, never alerted.
     """
 
     index: int
@@ -82,6 +97,7 @@ class ChangePoint:
     suspected: bool = False
     points_after: int = 0
     log_scale: bool = True
+    weak: bool = False
 
     @property
     def ratio(self) -> float:
@@ -92,109 +108,48 @@ class ChangePoint:
 
 def detect(values: Sequence[float | None], *,
            samples: Sequence[Sequence[float] | None] | None = None,
-           higher_is_better: bool = False, min_step: float = MIN_STEP, alpha: float = ALPHA,
+           higher_is_better: bool = False, min_step: float = 0.0, alpha: float = ALPHA,
            suspected: bool = False, tuning: Tuning = DEFAULT) -> list[ChangePoint]:
-    """The steps in one history, oldest first.
+    """The steps in one history, oldest first, decided and weak (`ChangePoint.weak`).
 
     `values`: one number per commit, in commit order; None or NaN for a failed or skipped
     commit. `samples`: optionally each commit's raw samples (None where a commit has none).
     `higher_is_better` decides which direction is a regression. `min_step`: steps whose
-    estimated size is smaller are not reported. `alpha`: the rank test's significance level.
+    estimated size is smaller are not reported. `alpha`: the rank test's significance level
+    for a decided step.
 
     With `suspected`, the list also holds (last, `suspected` True) the step at the end that
     the history cannot decide yet, if there is one. The rule: among boundaries after the last
-    decided step with at most `suspect_after` (5) valid points after them, the one whose
-    shift has the most standard errors, when that shift is at least `z_suspect` (1.5)
-    standard errors and half of `min_step`, and the boundary is not decided: it has fewer
-    than `min_side` (3) points after it (no rank test decides on fewer), or its rank p lies
-    between `alpha` and `p_suspect` (0.05), or its shift is under `z_min` (3.8) standard
-    errors. It stays suspected until a re-measurement confirms or drops it, or the history
-    decides it.
+    decided step (or weak one with more than `suspect_after`, 5, points after it) with at most
+    `suspect_after` valid points after them, the one whose shift has the most standard errors,
+    when that shift is at least `z_suspect` (1.5) standard errors and half of `min_step`, and
+    the boundary is not decided: it has fewer than `min_side` (3) points after it (no rank
+    test decides on fewer), or its rank p lies between `alpha` and `p_suspect` (0.05), or its
+    shift is under `z_min` (3.8) standard errors. It stays suspected until a re-measurement
+    confirms or drops it, or the history decides it.
     """
     s = prepare(values, samples)
     if s is None or len(s.y) < tuning.min_points:
         return []
-    s, tests = _settle(s, alpha, tuning)
-    changes = [_change(s, t, higher_is_better) for t in tests if t.size(s.scale) >= min_step]
+    s, boundaries = settle(s, alpha, tuning)
+    changes = [_change(s, b.test, higher_is_better, weak=not b.decided)
+               for b in boundaries if b.test.size(s.scale) >= min_step]
     if suspected:
-        last = tests[-1].window[1] if tests else 0
+        n = len(s.y)
+        last = max((b.test.window[1] for b in boundaries
+                    if b.decided or n - b.test.window[1] > tuning.suspect_after), default=0)
         suspect = _suspect(s, last, min_step, alpha, tuning)
-        changes += [_change(s, suspect, higher_is_better, True)] if suspect else []
+        changes += [_change(s, suspect, higher_is_better, suspected=True)] if suspect else []
     return changes
 
 
-def _change(s: Series, t: Test, higher_is_better: bool, suspected: bool = False) -> ChangePoint:
+def _change(s: Series, t: Test, higher_is_better: bool, suspected: bool = False,
+            weak: bool = False) -> ChangePoint:
     a, k, b = t.window
     direction = 1 if t.delta > 0 else -1
     return ChangePoint(int(s.positions[k]), direction, s.level(a, k), s.level(k, b), float(t.p),
                        float(abs(t.z)), direction == (-1 if higher_is_better else 1),
-                       t.size(s.scale), suspected, b - k, s.log)
-
-
-def _proposals(s: Series, tuning: Tuning) -> list[int]:
-    n = len(s.y)
-    y = s.detrended().tolist()
-    cost = get_mu_dist(y, [1.0] * n) if s.drift else s.cost
-    right, _, _ = solve_potts_approx(y, [1.0] * n, mu_dist=cost, gamma=tuning.penalty * s.sigma, min_size=2)
-    return [r for r in right[:-1] if 2 <= r <= n - 2]
-
-
-def _settle(s: Series, alpha: float, tuning: Tuning) -> tuple[Series, list[Test]]:
-    """The tests of the boundaries kept, and the series they were made on: without the
-    history's drift where one shows inside the proposed segments or, failing that, inside
-    the segments kept (a staircase cut into a drift leaves few, long segments)."""
-    bounds = _proposals(s, tuning)
-    drifting = with_drift(s, bounds, tuning)
-    if drifting.drift:
-        return drifting, _keep(drifting, _proposals(drifting, tuning), alpha, tuning)
-    tests = _keep(s, bounds, alpha, tuning)
-    drifting = with_drift(s, [t.window[1] for t in tests], tuning)
-    if drifting.drift:
-        return drifting, _keep(drifting, _proposals(drifting, tuning), alpha, tuning)
-    return s, tests
-
-
-def _keep(s: Series, bounds: list[int], alpha: float, tuning: Tuning) -> list[Test]:
-    """Prune, then move the survivors to their best places (pruning may have kept a
-    neighbour of the true boundary); again while anything moves."""
-    for _ in range(4):
-        tests = _prune(s, bounds, alpha, tuning)
-        kept = [t.window[1] for t in tests]
-        bounds = _relocate(s, kept, tuning.relocate)
-        if bounds == kept:
-            break
-    return tests
-
-
-def _relocate(s: Series, bounds: list[int], reach: int) -> list[int]:
-    """Each boundary, left to right, moved within `reach` points to where the two segments
-    it separates have the least L1 cost (asv's range medians); ties keep it in place."""
-    bounds = list(bounds)
-    for j, k in enumerate(bounds):
-        lo = bounds[j - 1] if j else 0
-        hi = bounds[j + 1] if j + 1 < len(bounds) else len(s.y)
-        options = [c for c in range(k - reach, k + reach + 1) if lo + 2 <= c <= hi - 2]
-        cost = {c: s.cost.dist(lo, c - 1) + s.cost.dist(c, hi - 1) for c in options}
-        best = min(options, key=lambda c: (cost[c], c != k), default=k)
-        bounds[j] = best
-    return bounds
-
-
-def _prune(s: Series, bounds: list[int], alpha: float, tuning: Tuning) -> list[Test]:
-    """Backward elimination: drop the weakest failing boundary, retest, until all pass."""
-    bounds = sorted(bounds)
-    cache: dict[tuple[int, int, int], Test] = {}
-    while bounds:
-        edges = [0, *bounds, len(s.y)]
-        keys = [(edges[j], k, edges[j + 2]) for j, k in enumerate(bounds)]
-        tests = [cache[key] if key in cache else cache.setdefault(key, evaluate(s, key, alpha, tuning))
-                 for key in keys]
-        strengths = [t.strength(alpha, tuning) for t in tests]
-        worst = int(np.argmin(strengths))
-        if strengths[worst] >= 1.0:
-            return tests
-        del bounds[worst]
-    return []
+                       t.size(s.scale), suspected, b - k, s.log, weak)
 
 
 def _suspect(s: Series, last: int, min_step: float, alpha: float, tuning: Tuning) -> Test | None:

@@ -26,13 +26,22 @@ class Tuning:
 
     `penalty`: the Potts jump cost in noise scales. `window`: points a side a boundary is
     tested on. `z_min`: the shift in standard errors a change needs. `slope_t`: the t above
-    which a slope (a side's, or the history's) is removed. `line_t`: the t of a side's slope
+    which a side's slope is removed. `line_t`: the t of a side's slope
     above which a step must also fit better than a line, by `line_margin` (noise scales per
     sqrt(point)). `relocate`: how far a kept boundary may move. `min_points`: fewer valid
     points than this give no change points. `min_side`: points a side needs for a decided
     change. Suspected changes: at most `suspect_after` points after them, a shift of at least
     `z_suspect` standard errors and `suspect_size` times min_step, a rank p of at most
     `p_suspect` where the rank test can say anything (see `detect`).
+
+    The sensitive pass (`proofbench.analysis.segmentation`): `scan_alpha`, the level of each
+    segment's scan; `weak_z` and `weak_p`, the shift (standard errors) and rank p a weak step
+    keeps between its final neighbours; `step_cost` and `drift_cost`, what a boundary and a
+    drift add to a segmentation's deviance when one with a drift is weighed against one without;
+    `transient`, the points at most of a short excursion (two opposite steps whose outer levels
+    differ by under `transient_z` standard errors) that is no step; `serial_z`, the lag-1
+    autocorrelation (standard errors) of the residuals in the segments the rank scan leaves above
+    which the points are not exchangeable and the sensitive pass is off.
     """
 
     penalty: float = 3.0
@@ -48,6 +57,14 @@ class Tuning:
     z_suspect: float = 1.5
     suspect_size: float = 0.5
     p_suspect: float = 0.05
+    scan_alpha: float = 0.015
+    weak_z: float = 2.5
+    weak_p: float = 0.01
+    step_cost: float = 10.0
+    drift_cost: float = 5.0
+    transient: int = 5
+    transient_z: float = 3.0
+    serial_z: float = 3.0
 
 
 DEFAULT = Tuning()
@@ -150,11 +167,12 @@ def _row_medians(table: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return (t[rows, (counts - 1) // 2] + t[rows, counts // 2]) / 2
 
 
-def with_drift(s: Series, bounds: list[int], tuning: Tuning) -> Series:
-    """`s` with the history's drift when one is evident: the Theil-Sen slope over pairs of
-    points inside the same segment (never across a proposed boundary), pooled over all
-    segments, kept when it is more than `slope_t` standard errors. A drift cut into a
-    staircase by the proposals shows here, where no single stair's own slope would."""
+def with_slope(s: Series, bounds: list[int]) -> Series:
+    """`s` with the history's slope as its drift: the Theil-Sen slope over pairs of points inside
+    the same segment (never across a boundary of `bounds`), pooled over all segments, and its
+    standard error. A drift cut into a staircase shows here, where no single stair's own slope
+    would; whether the history drifts is decided by weighing the two readings
+    (`proofbench.analysis.segmentation`)."""
     edges = [0, *bounds, len(s.y)]
     slopes, sxx = [], 0.0
     for a, b in zip(edges, edges[1:]):
@@ -165,8 +183,7 @@ def with_drift(s: Series, bounds: list[int], tuning: Tuning) -> Series:
             sxx += float(((t - t.mean()) ** 2).sum())
     if not slopes or sxx <= 0:
         return s
-    slope, se = median(np.concatenate(slopes)), 1.05 * s.sigma / math.sqrt(sxx)
-    return replace(s, drift=slope, drift_se=se) if abs(slope) > tuning.slope_t * se else s
+    return replace(s, drift=median(np.concatenate(slopes)), drift_se=1.05 * s.sigma / math.sqrt(sxx))
 
 
 @dataclass(frozen=True)

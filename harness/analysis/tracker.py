@@ -20,8 +20,9 @@ class Tracker:
     """The nightly view of one benchmark: fed one point a night, it returns that night's
     new alerts, and holds the step the history cannot decide yet (`suspected`).
 
-    Each night it runs `detect` over the last `horizon` points. A change point is alerted
-    once `detect` has reported it on `confirm` nights in a row, and only while it is at most
+    Each night it runs `detect` over the last `horizon` points. A decided change point (never a
+    weak one: see `proofbench.analysis.detect`) is alerted once `detect` has reported it on
+    `confirm` nights in a row, and only while it is at most
     `max_age` points old (default half the horizon, so both its sides are in view: a step
     the window's edge passes is no news). An alert keeps its index and is never withdrawn; a
     later report of the same step raises nothing. The same step: same direction, and within
@@ -125,7 +126,7 @@ class Tracker:
             found = detect(self._values[start:], samples=samples if any(s is not None for s in samples) else None,
                            higher_is_better=self.higher_is_better, min_step=self.min_step, alpha=self.alpha,
                            suspected=True, tuning=self.tuning)
-        found = [replace(c, index=c.index + start) for c in found]
+        found = [replace(c, index=c.index + start) for c in found if not c.weak]
         return [c for c in found if not c.suspected], [c for c in found if c.suspected]
 
     def _same(self, a: ChangePoint, b: ChangePoint) -> bool:

@@ -1,0 +1,229 @@
+"""A whole history cut into segments: boundaries proposed, tested, searched for, and weighed.
+
+`settle` does what `proofbench.analysis.detect`'s module docstring lists: the strict boundaries
+(Potts proposals kept by backward elimination), the sensitive pass (each segment scanned for a
+step the strict gates missed, `proofbench.analysis.scan`, the weak boundaries tested again
+between their neighbours), the same with the history's slope removed, the reading of lower
+deviance under the history's own noise (`proofbench.analysis.noise_model`) plus what its
+boundaries and drift cost, and short excursions dropped.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+from asv.step_detect import get_mu_dist, solve_potts_approx
+
+from proofbench.analysis import noise_model, scan
+from proofbench.analysis.noise_model import NoiseModel
+from proofbench.analysis.shift import Series, Test, Tuning, evaluate, median, with_slope
+
+REFITS = 2  # readings with a drift: the slope within the strict segments, then within the sensitive ones
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """One boundary of the final segmentation: its test between its neighbours (at the caller's
+    gates) and whether it passes them (`decided`) or only the sensitive pass found it."""
+
+    test: Test
+    decided: bool
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A segmentation of one reading of the history (with or without its drift): the series
+    it was made on, the boundaries' tests (sensitive pass), the noise, and its cost."""
+
+    series: Series
+    tests: tuple[Test, ...]
+    noise: NoiseModel
+    cost: float
+
+
+def settle(s: Series, alpha: float, tuning: Tuning) -> tuple[Series, list[Boundary]]:
+    """The final segmentation of `s` and the series it holds on (detrended where the history
+    drifts), each boundary tested at `alpha` and `tuning`'s gates."""
+    best = _reading(s, alpha, tuning, 0.0)
+    bounds = [t.window[1] for t in keep(s, proposals(s, tuning), alpha, tuning)]
+    for _ in range(REFITS):
+        drifting = with_slope(s, bounds)
+        if not drifting.drift:
+            break
+        reading = _reading(drifting, alpha, tuning, tuning.drift_cost)
+        best = reading if reading.cost < best.cost else best
+        found = [t.window[1] for t in reading.tests]
+        if found == bounds:
+            break
+        bounds = found
+    final = transients(best.series, [t.window[1] for t in best.tests], tuning)
+    return best.series, _gated(best.series, final, alpha, tuning)
+
+
+def _reading(s: Series, alpha: float, tuning: Tuning, extra: float) -> Reading:
+    tests, noise = sensitive(s, alpha, tuning)
+    y = s.detrended()
+    edges = [0, *(t.window[1] for t in tests), len(y)]
+    cost = sum(noise.deviance(y[a:b]) for a, b in zip(edges, edges[1:]))
+    return Reading(s, tuple(tests), noise, cost + tuning.step_cost * len(tests) + extra)
+
+
+def sensitive(s: Series, alpha: float, tuning: Tuning) -> tuple[list[Test], NoiseModel]:
+    """The strict boundaries (no line guard: the drift is weighed as a whole instead), then each
+    segment scanned at `scan_alpha` for more (with ranks, and again knowing the modes where the
+    noise shows two), and the boundaries kept where they pass the weak gates between their
+    neighbours; and the noise model. Where the residuals are serially correlated (`serial_z`),
+    only the strict boundaries, line guard included."""
+    unguarded = replace(tuning, line_t=math.inf)
+    strict = keep(s, proposals(s, tuning), alpha, unguarded)
+    bounds = [t.window[1] for t in strict]
+    y = s.detrended()
+    scanned = _scanned(y, bounds, s.sigma, tuning)
+    if scanned is None:
+        return keep(s, proposals(s, tuning), alpha, tuning), noise_model.one_mode(s.sigma)
+    found, noise = scanned
+    if not found:
+        return strict, noise
+    union = sorted({*bounds, *found})
+    weak = replace(unguarded, z_min=tuning.weak_z)
+    if noise.modes == 1:
+        return keep(s, union, tuning.weak_p, weak), noise
+    kept = _eliminate_by_scores(y, union, noise, tuning.weak_p)
+    return [evaluate(s, window, tuning.weak_p, weak) for window in _windows(kept, len(y))], noise
+
+
+def _scanned(y: np.ndarray, bounds: list[int], sigma: float, tuning: Tuning) -> tuple[list[int], NoiseModel] | None:
+    """The boundaries the scans find in the strict segments and the noise model, or None where
+    the points are not exchangeable. What the noise is like is read off the segments the rank
+    scan leaves: a step the strict gates missed would otherwise look like a second mode, or
+    like serial correlation."""
+    found = _split_all(y, bounds, tuning.scan_alpha, noise_model.one_mode(sigma))
+    parts = _residuals(y, sorted({*bounds, *found}))
+    if _serial(parts) > tuning.serial_z:
+        return None  # a trend that is no line, or seasons: no scan's null law holds
+    noise = noise_model.fit(np.concatenate(parts) if parts else np.zeros(0), sigma)
+    if noise.modes == 2:
+        found = _split_all(y, bounds, tuning.scan_alpha, noise)
+    return found, noise
+
+
+def _serial(parts: list[np.ndarray]) -> float:
+    """The lag-1 autocorrelation of the segments' residuals, in standard errors."""
+    num = sum(float((r[1:] * r[:-1]).sum()) for r in parts)
+    den = sum(float((r * r).sum()) for r in parts)
+    lags = sum(max(len(r) - 1, 0) for r in parts)
+    return num / den * math.sqrt(lags) if den > 0 and lags else 0.0
+
+
+def _split_all(y: np.ndarray, bounds: list[int], alpha: float, noise: NoiseModel) -> list[int]:
+    edges = [0, *bounds, len(y)]
+    return [k for a, b in zip(edges, edges[1:]) for k in scan.split(y, a, b, alpha, noise)]
+
+
+def _residuals(y: np.ndarray, bounds: list[int]) -> list[np.ndarray]:
+    """Each segment's values less its median (segments of at least 3 points)."""
+    edges = [0, *bounds, len(y)]
+    return [y[a:b] - median(y[a:b]) for a, b in zip(edges, edges[1:]) if b - a >= 3]
+
+
+def _windows(bounds: list[int], n: int) -> list[tuple[int, int, int]]:
+    edges = [0, *bounds, n]
+    return [(edges[j], k, edges[j + 2]) for j, k in enumerate(bounds)]
+
+
+def _eliminate_by_scores(y: np.ndarray, bounds: list[int], noise: NoiseModel, p_max: float) -> list[int]:
+    """Backward elimination on a two-mode history: the boundary whose scores' permutation p
+    between its neighbours is largest goes while it is above `p_max`."""
+    bounds = list(bounds)
+    while bounds:
+        ps = [scan.fixed_p(y[a:b], k - a, noise) for a, k, b in _windows(bounds, len(y))]
+        worst = int(np.argmax(ps))
+        if ps[worst] <= p_max:
+            break
+        del bounds[worst]
+    return bounds
+
+
+def transients(s: Series, bounds: list[int], tuning: Tuning) -> list[int]:
+    """`bounds` less the pairs that enclose a short excursion: at most `transient` points between
+    two steps of opposite directions, with the levels outside them (at most `window` points a
+    side) within `transient_z` standard errors of each other (a few runs on a busy machine)."""
+    y, bounds = s.detrended(), list(bounds)
+    j = 0
+    while j + 1 < len(bounds):
+        edges = [0, *bounds, len(y)]
+        lo, k1, k2, hi = edges[j], bounds[j], bounds[j + 1], edges[j + 3]
+        left, right = y[max(lo, k1 - tuning.window):k1], y[k2:min(hi, k2 + tuning.window)]
+        inside = y[k1:k2]
+        opposite = (median(inside) - median(left)) * (median(right) - median(inside)) < 0
+        if k2 - k1 <= tuning.transient and opposite and _apart(left, right, s.sigma) < tuning.transient_z:
+            del bounds[j:j + 2]
+            j = max(j - 1, 0)
+            continue
+        j += 1
+    return bounds
+
+
+def _apart(left: np.ndarray, right: np.ndarray, sigma: float) -> float:
+    # the Hodges-Lehmann shift between two sides in standard errors (as shift.evaluate reads one)
+    delta = median(np.subtract.outer(right, left).ravel())
+    return abs(delta) / (sigma * math.sqrt(math.pi / 3 * (1 / len(left) + 1 / len(right))))
+
+
+def _gated(s: Series, bounds: list[int], alpha: float, tuning: Tuning) -> list[Boundary]:
+    tests = [evaluate(s, window, alpha, tuning) for window in _windows(bounds, len(s.y))]
+    return [Boundary(t, t.strength(alpha, tuning) >= 1.0) for t in tests]
+
+
+def proposals(s: Series, tuning: Tuning) -> list[int]:
+    """asv's L1 Potts solver (median-based) on the series, with a deliberately low jump cost
+    (`penalty` noise scales): candidate boundaries, at least two points from either end."""
+    n = len(s.y)
+    y = s.detrended().tolist()
+    cost = get_mu_dist(y, [1.0] * n) if s.drift else s.cost
+    right, _, _ = solve_potts_approx(y, [1.0] * n, mu_dist=cost, gamma=tuning.penalty * s.sigma, min_size=2)
+    return [r for r in right[:-1] if 2 <= r <= n - 2]
+
+
+def keep(s: Series, bounds: list[int], alpha: float, tuning: Tuning) -> list[Test]:
+    """Prune, then move the survivors to their best places (pruning may have kept a
+    neighbour of the true boundary); again while anything moves."""
+    tests: list[Test] = []
+    for _ in range(4):
+        tests = _prune(s, bounds, alpha, tuning)
+        kept = [t.window[1] for t in tests]
+        bounds = _relocate(s, kept, tuning.relocate)
+        if bounds == kept:
+            break
+    return tests
+
+
+def _relocate(s: Series, bounds: list[int], reach: int) -> list[int]:
+    """Each boundary, left to right, moved within `reach` points to where the two segments
+    it separates have the least L1 cost (asv's range medians); ties keep it in place."""
+    bounds = list(bounds)
+    cost_of = s.cost if not s.drift else get_mu_dist(s.detrended().tolist(), [1.0] * len(s.y))
+    for j, k in enumerate(bounds):
+        lo = bounds[j - 1] if j else 0
+        hi = bounds[j + 1] if j + 1 < len(bounds) else len(s.y)
+        options = [c for c in range(k - reach, k + reach + 1) if lo + 2 <= c <= hi - 2]
+        cost = {c: cost_of.dist(lo, c - 1) + cost_of.dist(c, hi - 1) for c in options}
+        bounds[j] = min(options, key=lambda c: (cost[c], c != k), default=k)
+    return bounds
+
+
+def _prune(s: Series, bounds: list[int], alpha: float, tuning: Tuning) -> list[Test]:
+    """Backward elimination: drop the weakest failing boundary, retest, until all pass."""
+    bounds = sorted(bounds)
+    cache: dict[tuple[int, int, int], Test] = {}
+    while bounds:
+        keys = _windows(bounds, len(s.y))
+        tests = [cache[key] if key in cache else cache.setdefault(key, evaluate(s, key, alpha, tuning))
+                 for key in keys]
+        strengths = [t.strength(alpha, tuning) for t in tests]
+        worst = int(np.argmin(strengths))
+        if strengths[worst] >= 1.0:
+            return tests
+        del bounds[worst]
+    return []
