@@ -62,7 +62,6 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-import numpy as np
 from proofbench.analysis.segmentation import settle
 from proofbench.analysis.shift import DEFAULT, Series, Test, Tuning, evaluate, prepare
 
@@ -164,7 +163,7 @@ def _suspect(s: Series, last: int, min_step: float, alpha: float, tuning: Tuning
     # The most standard errors is not the best place: a robust shift with one more point after
     # it (one still at the old level) has nearly the same size and more points. Among the
     # boundaries of the same direction, the one whose two segments cost least (L1, as
-    # `_relocate` places decided steps); the most standard errors breaks ties.
+    # `segmentation.keep` places the others); the most standard errors breaks ties.
     same = [t for t in tests if (t.delta > 0) == (best.delta > 0)]
     best = min(same, key=lambda t: (s.cost.dist(last, t.window[1] - 1) + s.cost.dist(t.window[1], n - 1), -abs(t.z)))
     # Where the rank test can say something (enough points, a floor under p_suspect), it must.

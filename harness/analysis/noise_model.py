@@ -45,10 +45,7 @@ class NoiseModel:
         """Each residual's score for a shift, in scales: its distance from the mode it belongs
         to, averaged over the modes by how likely each is its mode (-d/dr log density x scale)."""
         d = self._distances(residuals)
-        if self.modes == 1:
-            return d[:, 0]
-        p = self._responsibilities(d)
-        return (p * d).sum(axis=1)
+        return (_responsibilities(self._log_terms(d)) * d).sum(axis=-1)
 
     def centre(self, values: np.ndarray) -> float:
         """The level of `values` under this noise: with two modes, the offset that makes them
@@ -58,19 +55,13 @@ class NoiseModel:
             return median
         reach = abs(self.means[1] - self.means[0]) + 2 * self.scale
         grid = median + np.linspace(-reach, reach, 41)
-        d = ((np.asarray(values, dtype=float)[None, :, None] - grid[:, None, None])
-             - np.array(self.means)[None, None, :]) / self.scale
-        logp = np.log(self.weights) - 0.5 * d * d
-        top = logp.max(axis=2, keepdims=True)
-        likelihoods = (np.log(np.exp(logp - top).sum(axis=2)) + top[..., 0]).sum(axis=1)
-        return float(grid[int(np.argmax(likelihoods))])
+        d = self._distances(np.asarray(values, dtype=float)[None, :] - grid[:, None])
+        return float(grid[int(np.argmax(_log_sum_exp(self._log_terms(d)).sum(axis=1)))])
 
     def log_likelihood(self, residuals: np.ndarray) -> float:
         """Sum of the log densities of `residuals` (less log sqrt(2 pi) a point)."""
         d = self._distances(residuals)
-        top = (-0.5 * d * d + np.log(self.weights)).max(axis=1, keepdims=True)
-        mixed = np.log(np.exp(-0.5 * d * d + np.log(self.weights) - top).sum(axis=1)) + top[:, 0]
-        return float(mixed.sum() - len(residuals) * math.log(self.scale))
+        return float(_log_sum_exp(self._log_terms(d)).sum() - len(residuals) * math.log(self.scale))
 
     def deviance(self, values: np.ndarray) -> float:
         """-2 log likelihood of a segment at its own level (one mode: squared scales, each
@@ -81,12 +72,24 @@ class NoiseModel:
         return -2.0 * self.log_likelihood(values - self.centre(values))
 
     def _distances(self, residuals: np.ndarray) -> np.ndarray:
-        return (np.asarray(residuals, dtype=float)[:, None] - np.array(self.means)[None, :]) / self.scale
+        # residuals (any shape) from each mode's mean, in scales: one more axis, the modes
+        return (np.asarray(residuals, dtype=float)[..., None] - np.array(self.means)) / self.scale
 
-    def _responsibilities(self, d: np.ndarray) -> np.ndarray:
-        logp = np.log(self.weights) - 0.5 * d * d
-        p = np.exp(logp - logp.max(axis=1, keepdims=True))
-        return p / p.sum(axis=1, keepdims=True)
+    def _log_terms(self, d: np.ndarray) -> np.ndarray:
+        # log of each mode's weight times its normal density, less log(scale sqrt(2 pi))
+        return np.log(self.weights) - 0.5 * d * d
+
+
+def _log_sum_exp(terms: np.ndarray) -> np.ndarray:
+    """log of the sum over the last axis (the modes), without overflow."""
+    top = terms.max(axis=-1, keepdims=True)
+    return np.log(np.exp(terms - top).sum(axis=-1)) + top[..., 0]
+
+
+def _responsibilities(terms: np.ndarray) -> np.ndarray:
+    """How likely each mode is a point's, from its log terms (last axis: the modes)."""
+    p = np.exp(terms - terms.max(axis=-1, keepdims=True))
+    return p / p.sum(axis=-1, keepdims=True)
 
 
 def one_mode(scale: float) -> NoiseModel:
@@ -98,10 +101,9 @@ def fit(residuals: np.ndarray, scale: float) -> NoiseModel:
     """Two modes where `residuals` show them (see the module docstring), else one of `scale`
     (the history's noise scale, which steps and outliers move least)."""
     r = np.asarray(residuals, dtype=float)
-    n = len(r)
-    if n < MIN_POINTS or float(np.std(r)) <= 0:
+    n, sd = len(r), float(np.std(r))
+    if n < MIN_POINTS or sd <= 0:
         return one_mode(scale)
-    sd = float(np.std(r))
     one = -0.5 * n * (math.log(2 * math.pi * sd * sd) + 1)
     two = _em(r)
     gain = two.log_likelihood(r) - 0.5 * n * math.log(2 * math.pi) - one
@@ -118,10 +120,8 @@ def _em(r: np.ndarray) -> NoiseModel:
     weights = np.array([0.7, 0.3])
     scale = max(float(np.std(r)) / 2, 1e-12)
     for _ in range(EM_STEPS):
-        d = (r[:, None] - means[None, :]) / scale
-        logp = np.log(weights) - 0.5 * d * d
-        p = np.exp(logp - logp.max(axis=1, keepdims=True))
-        p /= p.sum(axis=1, keepdims=True)
+        model = NoiseModel(tuple(weights), tuple(means), scale)
+        p = _responsibilities(model._log_terms(model._distances(r)))
         new_weights = np.clip(p.mean(axis=0), 1e-3, 1.0)
         new_weights /= new_weights.sum()
         new_means = (p * r[:, None]).sum(axis=0) / np.maximum(p.sum(axis=0), 1e-12)

@@ -77,13 +77,19 @@ def scan(y: np.ndarray, noise: NoiseModel) -> tuple[float, int]:
         stats = rank_statistics(rankdata(y))
         best = int(np.argmax(stats))
         return _p(_rank_null(table_length(len(y))), float(stats[best])), best + MIN_SIDE
-    scores = noise.scores(y - noise.centre(y))
-    if float(np.std(scores)) == 0.0:
+    scores = _scores(y, noise)
+    if scores is None:
         return 1.0, len(y) // 2
     stats = cusum_statistics(scores)
     best = int(np.argmax(stats))
     null = np.sort(cusum_statistics(scores[_orderings(len(y))]).max(axis=1))
     return _p(null, float(stats[best])), best + MIN_SIDE
+
+
+def _scores(y: np.ndarray, noise: NoiseModel) -> np.ndarray | None:
+    # each point's score about the segment's level; None where they are all alike (no test)
+    scores = noise.scores(y - noise.centre(y))
+    return None if float(np.std(scores)) == 0.0 else scores
 
 
 def split(y: np.ndarray, lo: int, hi: int, alpha: float, noise: NoiseModel) -> list[int]:
@@ -103,8 +109,8 @@ def fixed_p(y: np.ndarray, k: int, noise: NoiseModel) -> float:
     n = len(y)
     if k < 2 or n - k < 2:
         return 1.0
-    scores = noise.scores(y - noise.centre(y))
-    if float(np.std(scores)) == 0.0:
+    scores = _scores(y, noise)
+    if scores is None:
         return 1.0
     at = lambda v: np.abs(v[..., :k].sum(axis=-1) - k / n * v.sum(axis=-1))  # noqa: E731
     return _p(np.sort(at(scores[_orderings(n)])), float(at(scores)))

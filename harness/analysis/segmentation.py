@@ -9,11 +9,13 @@ boundaries and drift cost, and short excursions dropped.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
+from typing import Callable
 
 import numpy as np
-from asv.step_detect import get_mu_dist, solve_potts_approx
+from asv.step_detect import solve_potts_approx
 
 from proofbench.analysis import noise_model, scan
 from proofbench.analysis.noise_model import NoiseModel
@@ -34,24 +36,24 @@ class Boundary:
 @dataclass(frozen=True)
 class Reading:
     """A segmentation of one reading of the history (with or without its drift): the series
-    it was made on, the boundaries' tests (sensitive pass), the noise, and its cost."""
+    it was made on, the boundaries' tests (sensitive pass), and its cost."""
 
     series: Series
     tests: tuple[Test, ...]
-    noise: NoiseModel
     cost: float
 
 
 def settle(s: Series, alpha: float, tuning: Tuning) -> tuple[Series, list[Boundary]]:
     """The final segmentation of `s` and the series it holds on (detrended where the history
     drifts), each boundary tested at `alpha` and `tuning`'s gates."""
-    best = _reading(s, alpha, tuning, 0.0)
-    bounds = [t.window[1] for t in keep(s, proposals(s, tuning), alpha, tuning)]
+    candidates = proposals(s, tuning)
+    best = _reading(s, alpha, tuning, 0.0, candidates)
+    bounds = [t.window[1] for t in keep(s, candidates, alpha, tuning)]
     for _ in range(REFITS):
         drifting = with_slope(s, bounds)
         if not drifting.drift:
             break
-        reading = _reading(drifting, alpha, tuning, tuning.drift_cost)
+        reading = _reading(drifting, alpha, tuning, tuning.drift_cost, proposals(drifting, tuning))
         best = reading if reading.cost < best.cost else best
         found = [t.window[1] for t in reading.tests]
         if found == bounds:
@@ -61,27 +63,27 @@ def settle(s: Series, alpha: float, tuning: Tuning) -> tuple[Series, list[Bounda
     return best.series, _gated(best.series, final, alpha, tuning)
 
 
-def _reading(s: Series, alpha: float, tuning: Tuning, extra: float) -> Reading:
-    tests, noise = sensitive(s, alpha, tuning)
+def _reading(s: Series, alpha: float, tuning: Tuning, extra: float, candidates: list[int]) -> Reading:
+    tests, noise = sensitive(s, alpha, tuning, candidates)
     y = s.detrended()
     edges = [0, *(t.window[1] for t in tests), len(y)]
     cost = sum(noise.deviance(y[a:b]) for a, b in zip(edges, edges[1:]))
-    return Reading(s, tuple(tests), noise, cost + tuning.step_cost * len(tests) + extra)
+    return Reading(s, tuple(tests), cost + tuning.step_cost * len(tests) + extra)
 
 
-def sensitive(s: Series, alpha: float, tuning: Tuning) -> tuple[list[Test], NoiseModel]:
+def sensitive(s: Series, alpha: float, tuning: Tuning, candidates: list[int]) -> tuple[list[Test], NoiseModel]:
     """The strict boundaries (no line guard: the drift is weighed as a whole instead), then each
     segment scanned at `scan_alpha` for more (with ranks, and again knowing the modes where the
     noise shows two), and the boundaries kept where they pass the weak gates between their
     neighbours; and the noise model. Where the residuals are serially correlated (`serial_z`),
-    only the strict boundaries, line guard included."""
+    only the strict boundaries, line guard included. `candidates`: the Potts proposals on `s`."""
     unguarded = replace(tuning, line_t=math.inf)
-    strict = keep(s, proposals(s, tuning), alpha, unguarded)
+    strict = keep(s, candidates, alpha, unguarded)
     bounds = [t.window[1] for t in strict]
     y = s.detrended()
     scanned = _scanned(y, bounds, s.sigma, tuning)
     if scanned is None:
-        return keep(s, proposals(s, tuning), alpha, tuning), noise_model.one_mode(s.sigma)
+        return keep(s, candidates, alpha, tuning), noise_model.one_mode(s.sigma)
     found, noise = scanned
     if not found:
         return strict, noise
@@ -133,16 +135,25 @@ def _windows(bounds: list[int], n: int) -> list[tuple[int, int, int]]:
 
 
 def _eliminate_by_scores(y: np.ndarray, bounds: list[int], noise: NoiseModel, p_max: float) -> list[int]:
-    """Backward elimination on a two-mode history: the boundary whose scores' permutation p
-    between its neighbours is largest goes while it is above `p_max`."""
-    bounds = list(bounds)
+    """Backward elimination on a two-mode history: a boundary passes where its scores'
+    permutation p between its neighbours is at most `p_max`."""
+    p = functools.cache(lambda w: scan.fixed_p(y[w[0]:w[2]], w[1] - w[0], noise))
+    return [k for _, k, _ in _eliminate(bounds, len(y), lambda w: p_max / p(w))]
+
+
+def _eliminate(bounds: list[int], n: int, strength: Callable[[tuple[int, int, int]], float]
+               ) -> list[tuple[int, int, int]]:
+    """Backward elimination: while a boundary's strength between its neighbours is under 1, the
+    weakest goes; the windows (lo, k, hi) of those left."""
+    bounds = sorted(bounds)
     while bounds:
-        ps = [scan.fixed_p(y[a:b], k - a, noise) for a, k, b in _windows(bounds, len(y))]
-        worst = int(np.argmax(ps))
-        if ps[worst] <= p_max:
-            break
+        windows = _windows(bounds, n)
+        strengths = [strength(w) for w in windows]
+        worst = int(np.argmin(strengths))
+        if strengths[worst] >= 1.0:
+            return windows
         del bounds[worst]
-    return bounds
+    return []
 
 
 def transients(s: Series, bounds: list[int], tuning: Tuning) -> list[int]:
@@ -180,9 +191,8 @@ def proposals(s: Series, tuning: Tuning) -> list[int]:
     """asv's L1 Potts solver (median-based) on the series, with a deliberately low jump cost
     (`penalty` noise scales): candidate boundaries, at least two points from either end."""
     n = len(s.y)
-    y = s.detrended().tolist()
-    cost = get_mu_dist(y, [1.0] * n) if s.drift else s.cost
-    right, _, _ = solve_potts_approx(y, [1.0] * n, mu_dist=cost, gamma=tuning.penalty * s.sigma, min_size=2)
+    right, _, _ = solve_potts_approx(s.detrended().tolist(), [1.0] * n, mu_dist=s.detrended_cost,
+                                     gamma=tuning.penalty * s.sigma, min_size=2)
     return [r for r in right[:-1] if 2 <= r <= n - 2]
 
 
@@ -202,8 +212,7 @@ def keep(s: Series, bounds: list[int], alpha: float, tuning: Tuning) -> list[Tes
 def _relocate(s: Series, bounds: list[int], reach: int) -> list[int]:
     """Each boundary, left to right, moved within `reach` points to where the two segments
     it separates have the least L1 cost (asv's range medians); ties keep it in place."""
-    bounds = list(bounds)
-    cost_of = s.cost if not s.drift else get_mu_dist(s.detrended().tolist(), [1.0] * len(s.y))
+    bounds, cost_of = list(bounds), s.detrended_cost
     for j, k in enumerate(bounds):
         lo = bounds[j - 1] if j else 0
         hi = bounds[j + 1] if j + 1 < len(bounds) else len(s.y)
@@ -214,16 +223,6 @@ def _relocate(s: Series, bounds: list[int], reach: int) -> list[int]:
 
 
 def _prune(s: Series, bounds: list[int], alpha: float, tuning: Tuning) -> list[Test]:
-    """Backward elimination: drop the weakest failing boundary, retest, until all pass."""
-    bounds = sorted(bounds)
-    cache: dict[tuple[int, int, int], Test] = {}
-    while bounds:
-        keys = _windows(bounds, len(s.y))
-        tests = [cache[key] if key in cache else cache.setdefault(key, evaluate(s, key, alpha, tuning))
-                 for key in keys]
-        strengths = [t.strength(alpha, tuning) for t in tests]
-        worst = int(np.argmin(strengths))
-        if strengths[worst] >= 1.0:
-            return tests
-        del bounds[worst]
-    return []
+    """Backward elimination at the gates of `alpha` and `tuning`: the tests of those left."""
+    test = functools.cache(lambda window: evaluate(s, window, alpha, tuning))
+    return [test(w) for w in _eliminate(bounds, len(s.y), lambda w: test(w).strength(alpha, tuning))]

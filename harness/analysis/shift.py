@@ -98,6 +98,12 @@ class Series:
         """y less the history's drift."""
         return self.y - self.drift * self.positions if self.drift else self.y
 
+    @functools.cached_property
+    def detrended_cost(self) -> object:
+        """asv's RangeMedian over the detrended values (`cost` itself where there is no drift),
+        built once a series."""
+        return get_mu_dist(self.detrended().tolist(), [1.0] * len(self.y)) if self.drift else self.cost
+
 
 def prepare(values: Sequence[float | None], samples: Sequence[Sequence[float] | None] | None) -> Series | None:
     """The valid points of `values` on a log scale (linear when any value is <= 0)."""
@@ -174,16 +180,8 @@ def with_slope(s: Series, bounds: list[int]) -> Series:
     would; whether the history drifts is decided by weighing the two readings
     (`proofbench.analysis.segmentation`)."""
     edges = [0, *bounds, len(s.y)]
-    slopes, sxx = [], 0.0
-    for a, b in zip(edges, edges[1:]):
-        if b - a >= 3:
-            i, j = pairs(b - a)
-            t, y = s.positions[a:b].astype(float), s.y[a:b]
-            slopes.append((y[j] - y[i]) / (t[j] - t[i]))
-            sxx += float(((t - t.mean()) ** 2).sum())
-    if not slopes or sxx <= 0:
-        return s
-    return replace(s, drift=median(np.concatenate(slopes)), drift_se=1.05 * s.sigma / math.sqrt(sxx))
+    found = _pooled_slope(s, s.y, list(zip(edges, edges[1:])))
+    return s if found is None else replace(s, drift=found[0], drift_se=found[1])
 
 
 @dataclass(frozen=True)
@@ -288,16 +286,22 @@ def _within_slope(s: Series, segments: tuple[int, int, int]) -> tuple[float, flo
     """Theil-Sen slope over pairs inside [lo, k) and inside [k, hi) of the detrended
     history, and its standard error."""
     lo, k, hi = segments
+    found = _pooled_slope(s, s.detrended(), [(lo, k), (k, hi)])
+    return (0.0, math.inf) if found is None else found
+
+
+def _pooled_slope(s: Series, y: np.ndarray, spans: list[tuple[int, int]]) -> tuple[float, float] | None:
+    """The Theil-Sen slope of `y` over pairs of points inside the same span (spans of at least 3
+    points), pooled, and its standard error; None where no span has 3 points."""
     slopes, sxx = [], 0.0
-    y_all = s.detrended()
-    for a, b in ((lo, k), (k, hi)):
+    for a, b in spans:
         if b - a >= 3:
             i, j = pairs(b - a)
-            t, y = s.positions[a:b].astype(float), y_all[a:b]
-            slopes.append((y[j] - y[i]) / (t[j] - t[i]))
+            t, part = s.positions[a:b].astype(float), y[a:b]
+            slopes.append((part[j] - part[i]) / (t[j] - t[i]))
             sxx += float(((t - t.mean()) ** 2).sum())
-    if not slopes:
-        return 0.0, math.inf
+    if not slopes or sxx <= 0:
+        return None
     # Theil-Sen is ~95% as efficient as least squares on normal noise.
     return median(np.concatenate(slopes)), 1.05 * s.sigma / math.sqrt(sxx)
 
