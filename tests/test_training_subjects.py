@@ -12,8 +12,9 @@ from proofbench import capability
 from proofbench.declare import Context, Subject, Workload
 from proofbench.errors import DeclarationError, Skip
 from proofbench.registry import REGISTRY
+from proofbench.subjects.workloads import trainer
 from proofbench.subjects.workloads.attention import CachedMask, causal_mask
-from proofbench.subjects.workloads.trainer import accumulate, train
+from proofbench.subjects.workloads.trainer import TrainingRun, accumulate, train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 catalogue_registry()  # every area module, in the registry's order, before naming any subject module
@@ -97,6 +98,31 @@ def test_a_loader_that_loses_a_batch_is_caught(tmp_path):
     assert _fails(subject, baseline, train(work.inputs.run, batches=batches))
     assert work.inputs.workers.num_workers >= 1 and work.inputs.workers.persistent_workers
     assert work.inputs.workers._iterator is not None  # workers were started in prepare
+
+
+class _Tiny(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(2, 1)
+
+    def forward(self, x: torch.Tensor) -> object:
+        return dataclasses.make_dataclass("Out", ["loss"])(self.linear(x).pow(2).mean())
+
+
+def test_batches_a_loader_yields_are_moved_to_the_runs_device(monkeypatch):
+    """A DataLoader yields CPU tensors; on a GPU run each batch must reach the model's device.
+    The training pipelines once fed a GPU model CPU batches (found on an H100); here the move
+    itself is checked on the CPU."""
+    moved = []
+    real = trainer.to_device
+    monkeypatch.setattr(trainer, "to_device",
+                        lambda batch, device, *a: moved.append((batch, device)) or real(batch, device, *a))
+    run = TrainingRun(_Tiny(), [])
+    run.device = "cpu:0"  # what the run says its device is, not the default one
+    loader = [{"x": torch.ones(4, 2)}, {"x": torch.zeros(4, 2)}]
+    losses = train(run, batches=iter(loader))
+    assert len(losses) == 2
+    assert [(batch is source, device) for (batch, device), source in zip(moved, loader)] == [(True, "cpu:0")] * 2
 
 
 def test_memory_queries_are_counted():
