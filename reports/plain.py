@@ -154,8 +154,7 @@ def _combination(anchor: str, name: str, page: str, series: list[Series], names,
     plots = [charts.Plot(labels[s.benchmark.version][0], labels[s.benchmark.version][1], s.ranks, s.values,
                          [_tip(history.commit(r), v, unit) for r, v in zip(s.ranks, s.values)]) for s in series]
     picks = [ranks[round(i * (len(ranks) - 1) / (TICKS - 1))] for i in range(TICKS)] if len(ranks) > 1 else ranks
-    marks = [(n.step.rank, n.number, n.step.mark, f"{n.number}: {n.commit.hash[:10]} {n.commit.subject}")
-             for n in notes]
+    marks = [n.marker for n in notes]
     chart = charts.line_chart(f"{anchor}-chart", params or name.rpartition(".")[2], _quantity(series[0]), plots,
                               [(r, history.commit(r).hash[:7]) for r in dict.fromkeys(picks)],
                               f"commit, oldest to newest ({len(ranks)} measured)", marks)

@@ -19,6 +19,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from proofbench.analysis.comparison import SubjectFigures, figures, machines
+from proofbench.analysis.shift import DEFAULT
 from proofbench.analysis.verdict import Verdict, judge
 from proofbench.claim import Claim
 from proofbench.db.commits import basis, latest
@@ -230,7 +231,7 @@ def render(engine: Engine, out_dir: Path) -> Path:
         **common, page="claims", tally=matrix.tally(site.ledger)))
     writer.write("machines.html", env.get_template("machines.html").render(**common, page="machines", areas=areas))
     writer.write("regressions.html", env.get_template("regressions.html").render(
-        **common, page="regressions", lists=regressions, recent=RECENT))
+        **common, page="regressions", lists=regressions, recent=RECENT, scan_alpha=DEFAULT.scan_alpha))
     writer.write("commits.html", env.get_template("commits.html").render(
         **common, page="commits", by_commit=by_commit))
     template = env.get_template("subject.html")

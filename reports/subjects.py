@@ -50,6 +50,12 @@ class ChangeNote:
     previous: Commit
     step: Step
 
+    @property
+    def marker(self) -> tuple[int, int, str, str]:
+        """How `charts.line_chart` marks it: rank, number, css class, tooltip."""
+        title = f"{self.number}: {self.commit.hash[:10]} {self.commit.subject}"
+        return self.step.rank, self.number, self.step.mark, title
+
 
 @dataclass(frozen=True)
 class Group:
@@ -170,8 +176,7 @@ def _group(ctx: _Context, group: dict[str, dict[str, Series]], environment: str 
     picks = [ranks[round(i * (len(ranks) - 1) / (TICKS - 1))] for i in range(TICKS)] if len(ranks) > 1 else ranks
     ticks = [(r, ctx.history.commit(r).hash[:7]) for r in dict.fromkeys(picks)]
     x_label = f"commit, oldest to newest ({len(ranks)} measured)"
-    marks = {m: [(n.step.rank, n.number, n.step.mark, f"{n.number}: {n.commit.hash[:10]} {n.commit.subject}")
-                 for n in notes if n.metric == DETECTED[m]] for m in DETECTED}
+    marks = {m: [n.marker for n in notes if n.metric == DETECTED[m]] for m in DETECTED}
     built = [
         _time_chart(ctx, group, order, css, ticks, x_label, marks["time"]),
         _rate_chart(ctx, group, order, css, ticks, x_label, marks["time"]),

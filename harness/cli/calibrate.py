@@ -53,7 +53,7 @@ def handle(args: argparse.Namespace) -> int:
     found = optional_project(args)
     db = engine(args, found)
     run = get_profile(args.profile, found.profiles if found is not None else None)
-    sizes = _sizes(args.sizes) or calibrate.default_sizes(run.device)
+    sizes = _sizes(args.sizes)  # None: calibrate's default for the device
     machine = capture(args.name)
     with Session(db) as session, session.begin():
         row, _ = store_captured(session, machine)

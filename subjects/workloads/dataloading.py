@@ -35,7 +35,7 @@ from proofbench.subjects.workloads.lmdb_store import StoreReader
 from proofbench.subjects.workloads.models import esm_mlm, mlm_example, pad_collate
 from proofbench.subjects.workloads.protein_files import store_path
 from proofbench.subjects.workloads.proteins import record_id
-from proofbench.subjects.workloads.trainer import TrainingRun, to_device, train
+from proofbench.subjects.workloads.trainer import TrainingRun, train
 
 PREFETCH_FACTOR = 4  # seed 000: dataloader_prefetch_factor: 4
 
@@ -120,7 +120,7 @@ def prepare_loader(ctx: Context) -> Workload:
 
 
 def _epoch(run: TrainingRun, loader: DataLoader, non_blocking: bool = False) -> torch.Tensor:
-    return train(run, batches=(to_device(b, run.device, non_blocking) for b in loader))
+    return train(run, batches=loader, non_blocking=non_blocking)
 
 
 def inline_epoch(work: LoaderRun) -> torch.Tensor:

@@ -69,12 +69,13 @@ def train(run: TrainingRun, *, forward: torch.nn.Module | None = None, batches: 
           autocast: torch.dtype | None = None, scaled: bool = False, lr: float | None = None,
           optimizer: dict[str, object] | None = None, micro_batches: int = 1, loss_scale: float | None = None,
           before_step: Callable[[int], object] | None = None,
-          after_step: Callable[[], object] | None = None) -> torch.Tensor:
+          after_step: Callable[[], object] | None = None, non_blocking: bool = False) -> torch.Tensor:
     """Restart `run`, take one AdamW step per batch, return the losses (fp32, CPU).
 
     `forward` replaces the model in the forward pass (a compiled wrapper of it); `batches`
     replaces the run's own (a DataLoader's, on the CPU: each is moved to the run's device, a
-    copy inside the timed epoch as in any training loop fed by a loader); `autocast` is the autocast dtype (None: fp32);
+    copy inside the timed epoch as in any loop fed by a loader; `non_blocking` for pinned
+    batches); `autocast` is the autocast dtype (None: fp32);
     `scaled` adds a GradScaler (fp16); `lr` overrides the run's learning rate; `optimizer`
     holds AdamW's options (foreach, fused); `micro_batches` splits each batch into that many
     equal slices whose gradients add up before the step, each slice's loss divided by their
@@ -88,7 +89,7 @@ def train(run: TrainingRun, *, forward: torch.nn.Module | None = None, batches: 
     scale = float(micro_batches) if loss_scale is None else loss_scale
     losses = []
     for index, batch in enumerate(run.batches if batches is None else batches):
-        batch = to_device(batch, run.device)  # a no-op for the run's own batches, already there
+        batch = to_device(batch, run.device, non_blocking)  # a no-op for the run's own batches, already there
         losses.append(_backward(module, _slices(batch, micro_batches), scale, run.device, autocast, scaler))
         if before_step is not None:
             before_step(index)
