@@ -14,6 +14,7 @@ from proofbench.errors import DeclarationError, Skip
 from proofbench.registry import REGISTRY
 from proofbench.subjects.workloads import trainer
 from proofbench.subjects.workloads.attention import CachedMask, causal_mask
+from proofbench.subjects.workloads.compiled_model import compile_warm
 from proofbench.subjects.workloads.trainer import TrainingRun, accumulate, train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -163,6 +164,21 @@ def test_compile_is_equivalent_and_reports_its_compile_seconds(tmp_path):
     assert _fails(subject, baseline, train(work.inputs.run, forward=work.inputs.compiled, lr=2e-3))
     (seconds,) = subject.measures
     assert seconds.measure(work.inputs, compiled) > 0 and seconds.measure(work.inputs, baseline) == 0
+
+
+def test_compile_seconds_are_read_once_the_gpu_is_done(monkeypatch):
+    # On a GPU the first call's kernels are still queued when it returns: without a synchronise
+    # they would be timed in the warm call and compiling would look cheaper than it was.
+    log = []
+    monkeypatch.setattr(torch, "compile", lambda model: model)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: log.append("sync"))
+    model = torch.nn.Linear(2, 2)
+    done = compile_warm(model, lambda module: log.append("call"))
+    assert log == ["sync", "call", "sync"] * 2 and done.module is model
+    ticks = iter([0.0, 9.0, 10.0, 10.5])
+    assert compile_warm(model, lambda module: None, clock=lambda: next(ticks)).compile_seconds == 8.5
 
 
 def test_compile_failure_is_a_skip_with_the_reason(monkeypatch):

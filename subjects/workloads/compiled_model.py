@@ -4,6 +4,8 @@ Compiling happens on the first call; on a CPU with a cold cache it takes tens of
 which belongs to setup, not to the per-call time. `compile_warm` compiles, calls the compiled
 model twice, and reports `compile_seconds`, the first call's time minus the second's: what
 compiling added, the call's own work left out (the same definition for every subject). The
+clock is read once the GPU's queued kernels are done, so they count in the call that launched
+them, not in the next one. The
 inductor cache is wherever $TORCHINDUCTOR_CACHE_DIR points (`proofbench run` sets it to the
 project's work directory, so a later run compiles from cache). A failure to compile is raised
 as `Skip` with the first line of the error: on that machine the compiled variant cannot run,
@@ -32,18 +34,27 @@ class CompiledModel:
 
 
 def compile_warm(model: torch.nn.Module, call: Callable[[torch.nn.Module], object], *,
-                 inference: bool = True) -> CompiledModel:
-    """torch.compile `model`, then `call(compiled)` twice (under inference_mode when `inference`)."""
+                 inference: bool = True, clock: Callable[[], float] | None = None) -> CompiledModel:
+    """torch.compile `model`, then `call(compiled)` twice (under inference_mode when `inference`),
+    each call timed on `clock` (by default `time.perf_counter` read after a CUDA synchronise)."""
+    clock = clock or _synchronised
     try:
         compiled = torch.compile(model)
         with torch.inference_mode() if inference else contextlib.nullcontext():
-            started = time.perf_counter()
+            started = clock()
             call(compiled)  # the first call compiles (forward, and backward when training)
-            first = time.perf_counter() - started
-            started = time.perf_counter()
+            first = clock() - started
+            started = clock()
             call(compiled)  # a warm call: what every later call costs
-            warm = time.perf_counter() - started
+            warm = clock() - started
     except Exception as exc:  # noqa: BLE001 - any failure to compile is this machine's finding
         first_line = (str(exc).strip().splitlines() or [""])[0]
         raise Skip(f"torch.compile failed on this machine: {type(exc).__name__}: {first_line}") from exc
     return CompiledModel(compiled, max(0.0, first - warm))
+
+
+def _synchronised() -> float:
+    # a CUDA call returns while its kernels are still queued: wait for them, then read the time
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+    return time.perf_counter()
