@@ -33,11 +33,17 @@ class CompiledModel:
     compile_seconds: float
 
 
+def _synchronised() -> float:
+    # a CUDA call returns while its kernels are still queued: wait for them, then read the time
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+    return time.perf_counter()
+
+
 def compile_warm(model: torch.nn.Module, call: Callable[[torch.nn.Module], object], *,
-                 inference: bool = True, clock: Callable[[], float] | None = None) -> CompiledModel:
+                 inference: bool = True, clock: Callable[[], float] = _synchronised) -> CompiledModel:
     """torch.compile `model`, then `call(compiled)` twice (under inference_mode when `inference`),
     each call timed on `clock` (by default `time.perf_counter` read after a CUDA synchronise)."""
-    clock = clock or _synchronised
     try:
         compiled = torch.compile(model)
         with torch.inference_mode() if inference else contextlib.nullcontext():
@@ -51,10 +57,3 @@ def compile_warm(model: torch.nn.Module, call: Callable[[torch.nn.Module], objec
         first_line = (str(exc).strip().splitlines() or [""])[0]
         raise Skip(f"torch.compile failed on this machine: {type(exc).__name__}: {first_line}") from exc
     return CompiledModel(compiled, max(0.0, first - warm))
-
-
-def _synchronised() -> float:
-    # a CUDA call returns while its kernels are still queued: wait for them, then read the time
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        torch.cuda.synchronize()
-    return time.perf_counter()
