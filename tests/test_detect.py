@@ -385,3 +385,26 @@ def test_a_five_percent_step_on_a_machine_that_is_sometimes_slow_is_found():
         y[40:] += math.log(1.05)
         hits += any(abs(cp.index - 40) <= 2 and cp.direction == 1 for cp in detect(list(np.exp(y))))
     assert hits >= 28
+
+
+def test_the_evaluation_draws_from_the_seed_given_and_refuses_a_tuning_seed(monkeypatch, capsys):
+    from tools import detect_evaluation
+
+    class Drawn(Exception):
+        pass
+
+    def generate(per_model, seed):
+        raise Drawn(per_model, seed)
+
+    monkeypatch.setattr(detect_evaluation.synth, "generate", generate)
+    with pytest.raises(Drawn) as drawn:
+        detect_evaluation.main(["--seed", "15", "--per-model", "3"])
+    assert drawn.value.args == (3, 15)
+    with pytest.raises(Drawn) as drawn:
+        detect_evaluation.main(["--per-model", "3"])
+    assert drawn.value.args == (3, detect_evaluation.EVALUATION_SEED)
+    for argv in (["--seed", str(detect_evaluation.TUNING_SEEDS[1])], ["--tuning", "--seed", "15"]):
+        with pytest.raises(SystemExit) as stopped:
+            detect_evaluation.main(argv)
+        assert stopped.value.code == 2
+        assert "knobs were chosen on seeds 1234, 20240601, 7, 8" in capsys.readouterr().err

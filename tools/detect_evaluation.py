@@ -1,6 +1,7 @@
 """How well change-point detectors find steps in synthetic histories: one scorer for all.
 
-Run: `.venv/bin/python -m tools.detect_evaluation [--quick] [--tuning] [--json PATH]`. A
+Run: `.venv/bin/python -m tools.detect_evaluation [--quick] [--tuning | --seed N] [--per-model N]
+[--json PATH]`. A
 benchmark of the detectors, not a test: it prints tables (and writes JSON), it asserts nothing.
 
 Detectors, all on the same histories: `proofbench.analysis.detect` at its defaults (every step
@@ -12,7 +13,8 @@ window); an anchor that cannot run here is listed with the reason.
 
 Suite (`tools.history_synth`): histories of 30-200 commits, 0-3 steps of 2-50%, six noise
 models. Seeds: the evaluation draws its histories from EVALUATION_SEED; the detector's knobs
-were tuned on histories from TUNING_SEEDS only (`--tuning` runs on the first of those).
+were tuned on histories from TUNING_SEEDS only (`--tuning` runs on the first of those);
+`--seed` draws an evaluation from any other seed.
 
 A detection matches a true step when it has the same direction and its index is within
 TOLERANCE = 2 commits of the step's first commit; each step and each detection match at
@@ -242,13 +244,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="a smaller suite")
     parser.add_argument("--tuning", action="store_true", help="the tuning suite, not the evaluation's")
+    parser.add_argument("--seed", type=int, default=None,
+                        help=f"draw the suite from this seed instead of the evaluation's ({EVALUATION_SEED}); "
+                             "not a tuning seed")
     parser.add_argument("--per-model", type=int, default=None, help=f"histories per noise model ({PER_MODEL})")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--no-real", action="store_true", help="skip TCPD and django")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args(argv)
     per_model = args.per_model or (15 if args.quick else PER_MODEL)
-    seed = TUNING_SEEDS[0] if args.tuning else EVALUATION_SEED
+    seed = _seed(parser, args)
     t0, cpu0 = time.perf_counter(), _cpu_seconds()
     histories = synth.generate(per_model, seed=seed)
     found, missing = evaluate(histories, args.workers)
@@ -269,6 +274,18 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
+
+
+def _seed(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """The seed the suite is drawn from: the evaluation's, the first tuning seed (`--tuning`) or
+    `--seed`, which may not be a tuning seed (an evaluation on the histories the knobs were chosen
+    on says nothing of histories they were not)."""
+    if args.seed is None:
+        return TUNING_SEEDS[0] if args.tuning else EVALUATION_SEED
+    if args.tuning or args.seed in TUNING_SEEDS:
+        parser.error(f"--seed {args.seed}: the detector's knobs were chosen on seeds "
+                     f"{', '.join(map(str, TUNING_SEEDS))} (--tuning runs the first); evaluate on another")
+    return args.seed
 
 
 def _finite(summary: dict[str, float]) -> dict[str, float | None]:
