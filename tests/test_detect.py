@@ -9,8 +9,8 @@ from proofbench.analysis.detect import MIN_STEP, ChangePoint, detect
 from proofbench.analysis.shift import u_tail as _u_tail
 from proofbench.analysis.tracker import Tracker
 from proofbench.errors import InputError
+from tools import detect_evaluation, nightly_simulation
 from tools import history_synth as synth
-from tools import nightly_simulation
 
 
 def _noisy(levels, cv=0.01, seed=0):
@@ -388,8 +388,6 @@ def test_a_five_percent_step_on_a_machine_that_is_sometimes_slow_is_found():
 
 
 def test_the_evaluation_draws_from_the_seed_given_and_refuses_a_tuning_seed(monkeypatch, capsys):
-    from tools import detect_evaluation
-
     class Drawn(Exception):
         pass
 
