@@ -1,11 +1,12 @@
 """The change-point detector: exact cases, the nightly tracker's stability, the generator."""
 import itertools
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from proofbench.analysis.detect import MIN_STEP, ChangePoint, detect
+from proofbench.analysis.detect import DEFAULT, MIN_STEP, ChangePoint, detect
 from proofbench.analysis.shift import u_tail as _u_tail
 from proofbench.analysis.tracker import Tracker
 from proofbench.errors import InputError
@@ -314,7 +315,17 @@ def test_a_suspected_step_is_placed_at_its_first_point_not_one_before(after):
 def test_an_undecided_step_stops_being_suspected_once_decided():
     values = _noisy([1.0] * 40 + [1.10] * 6, cv=0.01, seed=18)
     found = detect(values, suspected=True)
-    assert [(cp.index, cp.suspected) for cp in found] == [(40, False)]
+    # decided; the one suspect left is the newest point's own (the next test)
+    assert [(cp.index, cp.suspected) for cp in found] == [(40, False), (45, True)]
+
+
+def test_a_step_is_suspected_from_z_suspect_standard_errors():
+    # The newest point 1.3 standard errors above the five after a decided step (no minimum step
+    # asked): suspected at the default bar, 1.2, and not at 1.5.
+    values = _noisy([1.0] * 40 + [1.10] * 6, cv=0.01, seed=18)
+    (suspect,) = [cp for cp in detect(values, suspected=True) if cp.suspected]
+    assert (suspect.index, suspect.points_after) == (45, 1) and DEFAULT.z_suspect <= suspect.score < 1.5
+    assert not any(cp.suspected for cp in detect(values, suspected=True, tuning=replace(DEFAULT, z_suspect=1.5)))
 
 
 def test_no_suspect_on_a_quiet_history():

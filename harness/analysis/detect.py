@@ -121,7 +121,7 @@ def detect(values: Sequence[float | None], *,
     the history cannot decide yet, if there is one. The rule: among boundaries after the last
     decided step (or weak one with more than `suspect_after`, 5, points after it) with at most
     `suspect_after` valid points after them, the one whose shift has the most standard errors,
-    when that shift is at least `z_suspect` (1.5) standard errors and half of `min_step`, and
+    when that shift is at least `z_suspect` (1.2) standard errors and half of `min_step`, and
     the boundary is not decided: it has fewer than `min_side` (3) points after it (no rank
     test decides on fewer), or its rank p lies between `alpha` and `p_suspect` (0.05), or its
     shift is under `z_min` (3.8) standard errors. It stays suspected until a re-measurement

@@ -54,7 +54,7 @@ class Tuning:
     min_points: int = 5
     min_side: int = 3
     suspect_after: int = 5
-    z_suspect: float = 1.5
+    z_suspect: float = 1.2
     suspect_size: float = 0.5
     p_suspect: float = 0.05
     scan_alpha: float = 0.015
