@@ -104,11 +104,10 @@ def nights(tmp_path_factory):
                                   files))
         measured = proofbench(repo, "history", "--profile", "nightly", "--db", url)
         assert measured.returncode == 0, measured.stderr[-3000:]
-        if night == BEFORE - 1:
-            checks[night] = proofbench(repo, "check", "--format", "json", "--profile", "nightly", "--db", url)
-        elif night >= BEFORE:
-            checks[night] = proofbench(repo, "check", "--format", "json", "--profile", "nightly", "--confirm-rounds",
-                                       "6", "--bisect", "--db", url)
+        if night >= BEFORE - 1:  # checked from the night before the step, confirming and bisecting from its night
+            confirming = ("--confirm-rounds", "6", "--bisect") if night >= BEFORE else ()
+            checks[night] = proofbench(repo, "check", "--format", "json", "--profile", "nightly", *confirming,
+                                       "--db", url)
     return {"repo": repo, "hashes": hashes, "checks": checks, "url": url}
 
 
