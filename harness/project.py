@@ -15,6 +15,7 @@ A project is a directory holding `proofbench.toml`, or a `pyproject.toml` with a
     [check]                                # the nightly check's thresholds
     min_step = 0.03                        # steps smaller than 3% are not alerts
     significance = 0.001
+    suspect_from = 1.2                     # standard errors: a step too new to decide is measured again from this
     [[check.rule]]                         # per benchmark pattern (fnmatch), first match wins
     pattern = "tokenization.*"
     min_step = 0.05
@@ -39,9 +40,10 @@ DB_VAR = "PROOFBENCH_DB"  # a database URL that overrides the project file's
 DEFAULT_WORKDIR = ".proofbench"
 DEFAULT_MIN_STEP = 0.03
 DEFAULT_SIGNIFICANCE = 0.001
+DEFAULT_SUSPECT_FROM = 1.2  # the detector's Tuning.z_suspect
 _KEYS = {"subjects", "claims", "profiles", "asv_config", "database", "site", "workdir", "check"}
-_CHECK_KEYS = {"min_step", "significance", "rule"}
-_RULE_KEYS = {"pattern", "min_step", "significance", "higher_is_better"}
+_CHECK_KEYS = {"min_step", "significance", "suspect_from", "rule"}
+_RULE_KEYS = {"pattern", "min_step", "significance", "suspect_from", "higher_is_better"}
 
 
 class ProjectError(InputError):
@@ -56,15 +58,19 @@ class Rule:
     min_step: float | None = None
     significance: float | None = None
     higher_is_better: bool | None = None
+    suspect_from: float | None = None
 
 
 @dataclass(frozen=True)
 class Thresholds:
-    """What the nightly check applies to one benchmark."""
+    """What the nightly check applies to one benchmark. `suspect_from`: the shift, in standard
+    errors, from which a step with too few points after it for the history to decide is suspected
+    and measured again (`proofbench.analysis.detect`'s `Tuning.z_suspect`)."""
 
     min_step: float
     significance: float
     higher_is_better: bool | None  # None: the benchmark's own direction
+    suspect_from: float = DEFAULT_SUSPECT_FROM
 
 
 @dataclass(frozen=True)
@@ -74,15 +80,17 @@ class CheckSettings:
     min_step: float = DEFAULT_MIN_STEP
     significance: float = DEFAULT_SIGNIFICANCE
     rules: tuple[Rule, ...] = ()
+    suspect_from: float = DEFAULT_SUSPECT_FROM
 
     def for_benchmark(self, name: str) -> Thresholds:
         """The thresholds of the benchmark called `name`."""
         rule = next((r for r in self.rules if fnmatch.fnmatchcase(name, r.pattern)), None)
         if rule is None:
-            return Thresholds(self.min_step, self.significance, None)
+            return Thresholds(self.min_step, self.significance, None, self.suspect_from)
         return Thresholds(self.min_step if rule.min_step is None else rule.min_step,
                           self.significance if rule.significance is None else rule.significance,
-                          rule.higher_is_better)
+                          rule.higher_is_better,
+                          self.suspect_from if rule.suspect_from is None else rule.suspect_from)
 
 
 @dataclass(frozen=True)
@@ -206,6 +214,8 @@ def _check(where: str, table: Any) -> CheckSettings:
     return CheckSettings(min_step=_fraction(f"{where}check.min_step", table.get("min_step", DEFAULT_MIN_STEP)),
                          significance=_probability(f"{where}check.significance",
                                                    table.get("significance", DEFAULT_SIGNIFICANCE)),
+                         suspect_from=_errors(f"{where}check.suspect_from",
+                                              table.get("suspect_from", DEFAULT_SUSPECT_FROM)),
                          rules=tuple(_rule(f"{where}[[check.rule]] #{i + 1}: ", r) for i, r in enumerate(rules)))
 
 
@@ -217,14 +227,21 @@ def _rule(where: str, table: dict) -> Rule:
     direction = table.get("higher_is_better")
     if direction is not None and not isinstance(direction, bool):
         raise ProjectError(f"{where}higher_is_better must be true or false")
-    step, p = table.get("min_step"), table.get("significance")
+    step, p, suspect = table.get("min_step"), table.get("significance"), table.get("suspect_from")
     return Rule(pattern, None if step is None else _fraction(where + "min_step", step),
-                None if p is None else _probability(where + "significance", p), direction)
+                None if p is None else _probability(where + "significance", p), direction,
+                None if suspect is None else _errors(where + "suspect_from", suspect))
 
 
 def _fraction(where: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1 or math.isnan(value):
         raise ProjectError(f"{where} must be a number from 0 up to (not including) 1, e.g. 0.03 for 3%; got {value!r}")
+    return float(value)
+
+
+def _errors(where: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        raise ProjectError(f"{where} must be a positive number of standard errors, e.g. 1.2; got {value!r}")
     return float(value)
 
 

@@ -308,6 +308,26 @@ def test_thresholds_and_direction_come_from_the_project_file(sqlite_url):
     assert _found(run_check(h.engine, "main", record=False, settings=strict)) == set()
 
 
+def test_the_suspicion_bar_comes_from_the_project_file(sqlite_url, tmp_path):
+    from proofbench.project import CheckSettings, Rule, load
+
+    h = History(sqlite_url)
+    h.nights(0, 30, {TIME: 1.0e-3})
+    h.night(30, {TIME: 1.004e-3})  # the newest point 1.35 standard errors above the thirty before
+
+    def suspects(settings: CheckSettings) -> list[tuple[str, float]]:
+        report = run_check(h.engine, "main", record=False, settings=settings)
+        return [(f.state, round(f.score, 2)) for f in report.findings]
+    assert suspects(CheckSettings(min_step=0.01)) == [("suspected", 1.35)]  # suspected from 1.2 by default
+    assert suspects(CheckSettings(min_step=0.01, suspect_from=1.5)) == []
+    per_pattern = CheckSettings(min_step=0.01, suspect_from=1.5, rules=(Rule("loading.*", suspect_from=1.3),))
+    assert suspects(per_pattern) == [("suspected", 1.35)]
+    project = tmp_path / "proofbench.toml"
+    project.write_text('subjects = ["a"]\n[check]\nsuspect_from = 1.5\n[[check.rule]]\npattern = "x*"\nsuspect_from = 2\n')
+    settings = load(project).check
+    assert settings.for_benchmark(TIME).suspect_from == 1.5 and settings.for_benchmark("xy").suspect_from == 2.0
+
+
 def test_a_weak_step_is_shown_by_detect_but_never_alerted(sqlite_url):
     from proofbench.project import CheckSettings
 

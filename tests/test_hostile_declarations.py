@@ -151,6 +151,11 @@ BAD_PROJECTS = {  # proofbench.toml (or pyproject.toml) -> the one line
     "significance-true": ("proofbench.toml", 'subjects = ["a"]\n[check]\nsignificance = true\n',
                           "check.significance must be a probability"),
     "unknown-key": ("proofbench.toml", 'subjects = ["a"]\nsubject = ["b"]\n', "unknown key 'subject'"),
+    "suspect-from-zero": ("proofbench.toml", 'subjects = ["a"]\n[check]\nsuspect_from = 0\n',
+                          "check.suspect_from must be a positive number of standard errors"),
+    "rule-suspect-from-text": ("proofbench.toml",
+                               'subjects = ["a"]\n[[check.rule]]\npattern = "a*"\nsuspect_from = "high"\n',
+                               "[[check.rule]] #1: suspect_from must be a positive number"),
 }
 
 

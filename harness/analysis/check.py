@@ -3,7 +3,8 @@
 Each check runs `proofbench.analysis.detect.detect` over every series of one branch (first-parent
 order, or the results' dates where no commit is placed on it; see `proofbench.analysis.series`)
 with the thresholds of the project file's `[check]` table (`proofbench.project.CheckSettings`: the
-smallest step reported, the significance level, and per benchmark pattern the direction: for a
+smallest step reported, the significance level, the shift from which a step too new to decide is
+suspected, and per benchmark pattern any of these and the direction: for a
 plain asv benchmark an increase is a regression unless a rule says higher is better), and
 compares what it finds with the alerts earlier checks raised (`db.alerts`):
 
@@ -16,7 +17,8 @@ compares what it finds with the alerts earlier checks raised (`db.alerts`):
   back past the middle of the alert's step (geometric middle for positive values).
 
 A step at the end of a history with too few points after it for the detector to decide (at most
-`Tuning.suspect_after`, 5, see `detect`) is *suspected*: kept as an alert of that status, and
+`Tuning.suspect_after`, 5, see `detect`) and a shift of at least `suspect_from` standard errors
+(1.2 unless the project file says otherwise) is *suspected*: kept as an alert of that status, and
 measured again (`proofbench.analysis.confirm`: the commit before and the newest, in alternating
 rounds) within the check's time budget. Confirmed, it becomes a new alert; dropped, it is kept
 as `dropped` and not measured again until a commit newer than those it compared arrives (then,
@@ -42,7 +44,7 @@ from sqlalchemy.orm import Session
 from proofbench import git
 from proofbench.analysis import confirm
 from proofbench.analysis import series as series_mod
-from proofbench.analysis.detect import ChangePoint, detect
+from proofbench.analysis.detect import DEFAULT, ChangePoint, detect
 from proofbench.analysis.series import CommitRef, Order, Series
 from proofbench.analysis.tracker import overlap
 from proofbench.db.alerts import Alert, CheckRun, standing
@@ -276,7 +278,8 @@ def _changes(s: Series, settings: CheckSettings) -> list[ChangePoint]:
     rule = settings.for_benchmark(s.benchmark)
     higher = s.higher_is_better if rule.higher_is_better is None else rule.higher_is_better
     found = detect(s.levels, samples=samples if any(x is not None for x in samples) else None,
-                   higher_is_better=higher, min_step=rule.min_step, alpha=rule.significance, suspected=True)
+                   higher_is_better=higher, min_step=rule.min_step, alpha=rule.significance, suspected=True,
+                   tuning=replace(DEFAULT, z_suspect=rule.suspect_from))
     return [cp for cp in found if not cp.weak]  # a weak step is shown, never alerted
 
 
