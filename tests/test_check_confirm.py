@@ -255,3 +255,30 @@ def test_a_confirmed_step_found_again_at_its_commit_is_that_alert_whatever_its_p
     assert [(f.id, f.state) for f in again.findings] == [(found.id, "open")]
     with Session(suspect.engine) as session:
         assert len(session.scalars(select(Alert)).all()) == 1
+
+
+def test_the_bisect_command_names_the_culprit_and_exits_by_what_it_found(suspect, monkeypatch, tmp_path, capsys):
+    # `proofbench bisect ID` through the real entry point: 0 when it names the first bad commit,
+    # 1 when it cannot tell (the exit status was once read off the alert after its session closed)
+    from conftest import make_project
+
+    from proofbench import cli
+    from proofbench.analysis import bisect
+    from proofbench.cli import bisect as command
+
+    (found,) = _check(suspect, Remeasure(1.3)).findings
+    with Session(suspect.engine) as session:
+        before, after = bisect.levels(session.get(Alert, found.id))
+    project = make_project(tmp_path / "bench")
+    monkeypatch.setattr(bisect, "between", lambda repo, branch, older, newer: [_hash(i) for i in range(11, 14)])
+    middle = (before * after) ** 0.5  # exactly between the levels: never told
+    for truth, status in (({_hash(11): before, _hash(12): before}, 0), ({_hash(11): middle, _hash(12): middle}, 1)):
+        truth |= {_hash(10): before, _hash(13): after}
+        bench = SimpleNamespace(repo=None, branch="main", beside=lambda target, commit, reference, label, _t=truth,
+                                **order: (_t[commit], _t[reference]))
+        monkeypatch.setattr(command, "bench", lambda found_project, profile, _b=bench: _b)
+        capsys.readouterr()
+        assert cli.main(["bisect", str(found.id), "--db", suspect.url, "--project", str(project)]) == status
+        out = capsys.readouterr().out
+        assert (f"first bad commit {_hash(13)[:8]}" in out) == (status == 0), out
+        assert ("could not tell which commit" in out) == (status == 1), out

@@ -36,4 +36,5 @@ def handle(args: argparse.Namespace) -> int:
             f"{alert.previous_commit.hash[:8] if alert.previous_commit else 'the start'} and {alert.commit.hash[:8]}")
         bisect.locate(session, alert, ready, tries=args.tries)
         print(shown.bisected(alert))
-    return 0 if alert.culprit is not None else 1
+        named = alert.culprit is not None  # read before the session closes: its objects expire then
+    return 0 if named else 1
