@@ -46,16 +46,38 @@ def bisected(alert: Alert) -> str:
     """What bisecting an alert found: the first bad commit with its subject line and author, or
     the commits it could not tell apart; each measurement, and the commits skipped."""
     b = alert.bisection or {}
-    lines = [f"  {s['commit'][:8]}  {fmt.seconds(s['value']) if s['value'] is not None else 'failed':>12}  {s['side']}"
-             for s in b.get("steps", [])]
+    lines = [_step(s) for s in b.get("steps", [])]
     if b.get("skipped"):
         lines.append(f"skipped (did not build or failed): {', '.join(c[:8] for c in b['skipped'])}")
+    if b.get("check"):
+        lines += [checked(b), *(_step(s) for s in b["check"].get("steps", []))]
     c = alert.culprit
     if c is not None:
         head = f"alert {alert.id}: first bad commit {c.hash[:8]} {c.subject!r} by {c.author or 'unknown'}"
     else:
         head = (f"alert {alert.id}: could not tell which commit: the step lies in "
                 f"{b.get('first', '')[:8]}..{b.get('last', '')[:8]}")
-    measured = (f" ({len(b.get('steps', []))} measurement(s) of {b.get('between', 0)} commit(s), "
-                f"{b.get('seconds', 0):.0f} s)")
+    measured = f" ({measurements(b)} measurement(s) of {b.get('between', 0)} commit(s), {b.get('seconds', 0):.0f} s)"
     return fmt.visible("\n".join([head + measured, *lines]))
+
+
+def measurements(b: dict | None) -> int:
+    """How many measurements a stored bisection made, its check's included."""
+    return len((b or {}).get("steps", [])) + len(((b or {}).get("check") or {}).get("steps", []))
+
+
+def checked(b: dict | None) -> str:
+    """The check of what a bisection ended with (`bisect.Check`), as a clause ('' where none was made)."""
+    c = (b or {}).get("check")
+    if not c:
+        return ""
+    pair = f"{c['before'][:8]} beside {c['after'][:8]}"
+    if c.get("held"):
+        return f"checked: {pair} read at the old level"
+    told = (c.get("steps") or [{}])[-1].get("side")
+    where = {"after": "at the new level", "failed": "nothing (it failed)"}.get(told, "between the levels")
+    return f"checked: {pair} read {where}, so a commit may have been told on the wrong side"
+
+
+def _step(s: dict) -> str:
+    return f"  {s['commit'][:8]}  {fmt.seconds(s['value']) if s['value'] is not None else 'failed':>12}  {s['side']}"

@@ -10,7 +10,7 @@ import math
 from proofbench.analysis.check import CheckReport, Finding
 from proofbench.analysis.series import CommitRef
 from proofbench.reports import formatting as fmt
-from proofbench.reports.alerts import VERBS
+from proofbench.reports.alerts import VERBS, checked, measurements
 
 FORMAT = "proofbench-check"
 FORMAT_VERSION = 2  # 2: suspected and dropped states; confirmation, culprit, bisection, answer
@@ -74,15 +74,21 @@ def culprit(c, b: dict | None) -> str:
     `alerts.bisection`; in one line ('' when it did not run)."""
     if c is not None:
         by = f" by {c.author}" if c.author else ""
-        measured = len((b or {}).get("steps", []))
+        measured = measurements(b)
         moved = f"; the alert moved there from {b['moved_from'][:8]}, where the history had put it" \
             if (b or {}).get("moved_from") else ""
-        return f"first bad commit {c.hash[:8]} {c.subject or ''!r}{by} (bisected, {measured} measurement(s)){moved}"
+        return (f"first bad commit {c.hash[:8]} {c.subject or ''!r}{by} (bisected, {measured} measurement(s)"
+                f"{_clause(checked(b))}){moved}")
     if b and "error" in b:
         return f"bisection could not run: {b['error']}"
     if b:
-        return f"bisection could not tell: the step lies in {b.get('first', '')[:8]}..{b.get('last', '')[:8]}"
+        return (f"bisection could not tell: the step lies in {b.get('first', '')[:8]}..{b.get('last', '')[:8]}"
+                f"{_clause(checked(b))}")
     return ""
+
+
+def _clause(text: str) -> str:
+    return f"; {text}" if text else ""
 
 
 def note_lines(confirmed: dict | None, first_bad, bisection: dict | None, answered: str) -> list[str]:

@@ -196,3 +196,75 @@ def test_an_alert_goes_to_the_culprit_or_the_first_commit_measured_again_at_the_
     # could not tell which of c05..c07: the history's place, one noisy point, is not evidence
     assert settle(Bisection(None, "c05", "c07")) == "c07"
     assert settle(Bisection("c06", "c06", "c06")) == "c06"  # a culprit: there
+
+
+def _against(first_bad: int, sigma: float, rng, *, calls=None):
+    # `commit` read in one round beside `reference`, on the levels' scale (the new level 1.1)
+    def read(commit: str, reference: str = COMMITS[-1]) -> float:
+        if calls is not None:
+            calls.append((commit, reference))
+        level = {c: 1.1 if i >= first_bad else 1.0 for i, c in enumerate(COMMITS)} | {"base": 1.0}
+        return level[commit] / level[reference] * 1.1 * float(np.exp(rng.normal(0, sigma)))
+    return read
+
+
+def test_the_culprit_is_checked_against_its_parent_read_beside_it():
+    calls = []
+    read = _against(6, 0.0, np.random.default_rng(0), calls=calls)
+    found = bisect(read, COMMITS, 1.0, 1.1, runs=2, spread=0.02, check=read, older="base")
+    assert found.culprit == "c06" and found.check.held
+    assert (found.check.before, found.check.after) == ("c05", "c06") and calls[-2:] == [("c05", "c06")] * 2
+    at_start = bisect(_against(0, 0.0, np.random.default_rng(0)), COMMITS, 1.0, 1.1, runs=2, spread=0.02,
+                      check=_against(0, 0.0, np.random.default_rng(0)), older="base")
+    assert at_start.culprit == "c00" and at_start.check.before == "base"  # the parent: the commit before the range
+    last = bisect(_against(9, 0.0, np.random.default_rng(0)), COMMITS, 1.0, 1.1, runs=2, spread=0.02,
+                  check=_against(9, 0.0, np.random.default_rng(0)), older="base")
+    assert last.culprit == "c09" and (last.check.before, last.check.after) == ("c08", "c09")  # fresh runs of the
+    # search's last comparison (c09 is the reference): one tell on the wrong side names no culprit alone
+
+
+def test_a_check_that_does_not_hold_gives_the_whole_range():
+    # c04 is read at the new level (a burst of other work in both its rounds), so the search
+    # ends at c04; its parent c03, read beside it, is at c04's own level: one of the tells was
+    # wrong, and any may have been, so the step lies anywhere among the commits
+    rng = np.random.default_rng(0)
+    honest = _against(6, 0.0, rng)
+
+    def read(commit: str, reference: str = COMMITS[-1]) -> float:
+        return 1.1 if commit == "c04" and reference == COMMITS[-1] else honest(commit, reference)
+    found = bisect(read, COMMITS, 1.0, 1.1, runs=2, spread=0.02, check=read, older="base")
+    assert found.culprit is None and (found.first, found.last) == ("c00", "c09")
+    assert not found.check.held and (found.check.before, found.check.after) == ("c03", "c04")
+    assert bisect(read, COMMITS, 1.0, 1.1, runs=2, spread=0.02).culprit == "c04"  # unchecked: the wrong commit
+
+
+def test_checked_in_one_frame_levels_read_off_elsewhere_name_no_wrong_commit():
+    # The confirmation read a 10% step as 13.8% (a load that came and went: docs/nightly.md), so
+    # the old level it gives lies 3.8% below the true one, and values straying 4% about their
+    # commit's level: 300 bisections each way. Unchecked, a commit at the old level is pulled
+    # towards the middle and a wrong commit is named; checked, the culprit's parent is read
+    # beside the culprit, and a wrong name becomes "cannot tell" over the whole range.
+    wrong, undecided = {"unchecked": 0, "checked": 0}, {"unchecked": 0, "checked": 0}
+    for seed in range(300):
+        first_bad = seed % 10
+        for way in wrong:
+            read = _against(first_bad, 0.04, np.random.default_rng(seed))
+            found = bisect(read, COMMITS, 1.1 / 1.138, 1.1, runs=2, spread=0.04, older="base",
+                           check=read if way == "checked" else None)
+            wrong[way] += found.culprit not in (None, COMMITS[first_bad])
+            undecided[way] += found.culprit is None
+            if found.culprit is None and way == "checked":  # the range it gives holds the culprit
+                assert COMMITS.index(found.first) <= first_bad <= COMMITS.index(found.last), seed
+    assert wrong["unchecked"] >= 10 and wrong["checked"] == 0, (wrong, undecided)
+    assert undecided["checked"] <= 3 * (wrong["unchecked"] + undecided["unchecked"]), (wrong, undecided)
+
+
+def test_a_wild_value_counts_for_neither_level_nor_for_the_spread():
+    # the parent's first value beside the culprit reads three times its level (a burst of other
+    # work in that round): it says nothing of the side, nor of how far values stray (taken into
+    # the spread, it made it so wide that ten values could not tell the side)
+    checked = iter([3.0, 1.0, 1.0])
+    found = bisect(lambda commit: 1.0 if commit == "c00" else 1.1, ["c00", "c01", "c02"], 1.0, 1.1, runs=2,
+                   spread=0.02, check=lambda commit, reference: next(checked), older="base")
+    assert found.culprit == "c01" and found.check.held
+    assert [s.value for s in found.check.steps] == [3.0, 1.0]  # told at the second value

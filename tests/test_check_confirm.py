@@ -176,6 +176,16 @@ def test_the_notes_name_the_culprit_or_the_range_bisection_left():
     assert note_lines(None, None, {"first": "aaaaaaaaaa", "last": "bbbbbbbbbb"}, "acknowledged by x") == [
         "bisection could not tell: the step lies in aaaaaaaa..bbbbbbbb", "acknowledged by x"]
     assert note_lines(None, None, {"error": "no checkout"}, "") == ["bisection could not run: no checkout"]
+    held = {"first": bad.hash, "last": bad.hash, "steps": [{}, {}],
+            "check": {"before": "c" * 10, "after": bad.hash, "held": True, "steps": [{"side": "before"}] * 2}}
+    assert note_lines(None, bad, held, "") == ["first bad commit d0b2acd2 'Validate twice' by Team (bisected, 4 "
+                                               "measurement(s); checked: cccccccc beside d0b2acd2 read at the old "
+                                               "level)"]
+    wrong = {"first": "a" * 10, "last": "b" * 10,
+             "check": {"before": "c" * 10, "after": bad.hash, "held": False, "steps": [{"side": "after"}] * 2}}
+    assert note_lines(None, None, wrong, "") == [
+        "bisection could not tell: the step lies in aaaaaaaa..bbbbbbbb; checked: cccccccc beside d0b2acd2 read at "
+        "the new level, so a commit may have been told on the wrong side"]
     assert note_lines(None, None, None, "") == []
 
 
@@ -212,6 +222,11 @@ def test_a_confirmed_step_is_bisected_between_the_re_measured_commits_and_moved_
     # commits 11 and 12, each measured twice (bisect.RUNS) before its side is decided
     assert [(s["commit"], s["side"]) for s in found.bisection["steps"]] == \
         [(_hash(i), "before") for i in (11, 11, 12, 12)]
+    # then 12, the culprit's parent, read beside 13 again on fresh runs: at the old level, so the
+    # name holds (13 is the reference: the check repeats the search's last comparison)
+    check = found.bisection["check"]
+    assert (check["before"], check["after"], check["held"]) == (_hash(12), _hash(13), True)
+    assert [s["side"] for s in check["steps"]] == ["before", "before"]
 
 
 def test_where_bisection_cannot_tell_the_alert_goes_to_the_first_commit_measured_again_at_the_new_level(
@@ -255,6 +270,22 @@ def test_a_confirmed_step_found_again_at_its_commit_is_that_alert_whatever_its_p
     assert [(f.id, f.state) for f in again.findings] == [(found.id, "open")]
     with Session(suspect.engine) as session:
         assert len(session.scalars(select(Alert)).all()) == 1
+
+
+def test_the_bisect_command_lists_every_measurement_and_the_check():
+    from types import SimpleNamespace
+
+    from proofbench.reports.alerts import bisected
+
+    culprit = SimpleNamespace(hash="d0b2acd2f5eb0433", subject="Validate twice", author="Team")
+    step = {"commit": "a" * 12, "value": 1.0e-3, "side": "before"}
+    alert = SimpleNamespace(id=3, culprit=culprit, bisection={
+        "between": 3, "seconds": 12.4, "steps": [step, step],
+        "check": {"before": "a" * 12, "after": culprit.hash, "held": True, "steps": [step, step]}})
+    head, *lines = bisected(alert).splitlines()
+    assert head == "alert 3: first bad commit d0b2acd2 'Validate twice' by Team (4 measurement(s) of 3 commit(s), 12 s)"
+    assert lines[2] == "checked: aaaaaaaa beside d0b2acd2 read at the old level"
+    assert len(lines) == 5 and all("aaaaaaaa" in line and "before" in line for line in lines[:2] + lines[3:])
 
 
 def test_the_bisect_command_names_the_culprit_and_exits_by_what_it_found(suspect, monkeypatch, tmp_path, capsys):

@@ -189,4 +189,6 @@ def _bisected(alert: dict, hashes: list[str]) -> None:
     told = (hashes.index(alert["commit"]["hash"]), alert["series"]["params"], alert["bisection"])
     assert alert["culprit"]["hash"] == hashes[SLOW], told
     assert alert["commit"]["hash"] == hashes[LAST], told
+    check = alert["bisection"]["check"]  # its parent read at the old level beside it
+    assert check["held"] and (check["before"], check["after"]) == (hashes[SLOW - 1], hashes[SLOW]), told
     assert alert["culprit"]["subject"] == "Validate twice over, by mistake" and alert["culprit"]["author"] == "Team"

@@ -18,8 +18,9 @@ by `proofbench.analysis.bisect.bisect` among the commits between the two compare
 of each commit read beside a fresh run of the newer one as `bisect.locate` takes them (the
 noise models have no drift between runs for that pairing to cancel, only the reference's own
 noise to add), the levels the medians of the confirmation's rounds and the spread of their
-ratios that of one value (`bisect.rounds_spread`); where it cannot tell, the alert goes to the
-range's last commit, as `bisect.settle` places it; the table shows both.
+ratios that of one value (`bisect.rounds_spread`), and what it ends with checked as `locate`
+checks it (the parent read beside the culprit, fresh runs of both); where it cannot tell, the
+alert goes to the range's last commit, as `bisect.settle` places it; the table shows both.
 
 Suites per noise model (seed SEED, apart from the detector's tuning seeds): histories that
 end 10 commits after one 10% regression (after 20-80 commits), the same with 5%, and
@@ -123,11 +124,12 @@ def _culprit(history: synth.History, first: int, last: int, got: Rounds, rng: np
     # (where it cannot tell, `bisect.settle` places it, as `bisect.locate` does)
     levels = float(np.median(got.before)), float(np.median(got.after))
 
-    def measure(c: int) -> float:
-        return float(np.median(synth.run(history, int(c), rng)) / np.median(synth.run(history, last, rng))) * levels[1]
+    def measure(c: int, reference: int = last) -> float:
+        return float(np.median(synth.run(history, int(c), rng)) / np.median(synth.run(history, int(reference), rng))
+                     ) * levels[1]
     commits = list(range(first + 1, last + 1))
     found = bisection.bisect(measure, commits, *levels, runs=bisection.RUNS,
-                             spread=bisection.rounds_spread(got.before, got.after))
+                             spread=bisection.rounds_spread(got.before, got.after), check=measure, older=first)
     truth = [s.index for s in history.steps if first < s.index <= last]
     if truth:  # how it went, where the range holds a true step
         bisected.append("cannot tell" if found.culprit is None else "named" if int(found.culprit) == truth[0]

@@ -11,10 +11,13 @@ reach 99 to 1, so a commit whose values lie near a level is measured `runs` time
 the search into the wrong half for good) and an ambiguous one more often, up to `tries` - 1 more;
 where nothing says how far values stray, by the side of their median, unless too near the middle
 of the step. A commit still not told stops the bisection, which says which commits the step lies
-among. A commit that does not build or fails is skipped, said so, and its neighbour measured
-instead, as `git bisect skip` does. (asv's own `find` bisects too, but over the mean of every
-parameter set, with one measurement per commit and no way to say "cannot tell": a noisy value
-there silently picks the wrong half.)
+among. What the search ends with is checked in one frame (`bisect`'s `check`): the commit told
+before the step nearest it, read beside the first told after it, must be told at the old level;
+if not, some tell was wrong, and the bisection gives the whole span. A commit that does not
+build or fails is skipped, said so, and its neighbour measured instead, as `git bisect skip`
+does. (asv's own `find` bisects too, but over the mean of every parameter set, with one
+measurement per commit and no way to say "cannot tell": a noisy value there silently picks the
+wrong half.)
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -61,16 +65,30 @@ class Step:
 
 
 @dataclass(frozen=True)
+class Check:
+    """What the search ended with, checked in one frame: `before`, the commit it told before the
+    step nearest it, read beside `after`, the first it told after (the culprit, or a range's
+    last); `held` when `before` was told at the old level there."""
+
+    before: str
+    after: str
+    steps: tuple[Step, ...]
+    held: bool
+
+
+@dataclass(frozen=True)
 class Bisection:
     """What bisecting found: `culprit`, the first commit at the new level (None when it could
-    not be told), else the `first`..`last` commits the step lies among; every measurement, and
-    the commits skipped because they failed."""
+    not be told), else the `first`..`last` commits the step lies among; every measurement, the
+    commits skipped because they failed, and the `check` of what the search ended with, where
+    one was made (all the commits are the range when it did not hold)."""
 
     culprit: str | None
     first: str
     last: str
     steps: tuple[Step, ...] = field(default=())
     skipped: tuple[str, ...] = field(default=())
+    check: Check | None = None
 
 
 def side(value: float | None, before: float, after: float) -> Side:
@@ -95,11 +113,17 @@ def tell(values: Sequence[float], before: float, after: float, spread: float | N
         return side(math.exp(statistics.median(math.log(v) for v in values)), before, after)
     lo, hi = math.log(before), math.log(after)
     middle, size = (lo + hi) / 2, hi - lo
-    # a value more than a step beyond both levels is neither level's: it pulls nowhere
-    kept = [d for d in (math.log(v) - middle for v in values) if abs(d) <= 1.5 * abs(size)]
+    kept = [math.log(v) - middle for v in values if not _wild(v, before, after)]
     pull = sum(kept) * size / spread ** 2
     bound = math.log((1 - WRONG) / WRONG)
     return Side.AFTER if pull >= bound else Side.BEFORE if pull <= -bound else Side.UNSURE
+
+
+def _wild(value: float, before: float, after: float) -> bool:
+    # more than a step beyond both levels: neither level's (a burst of other work in one of a
+    # round's two runs), so it pulls towards neither, and says nothing of how far values stray
+    lo, hi = math.log(before), math.log(after)
+    return abs(math.log(value) - (lo + hi) / 2) > 1.5 * abs(hi - lo)
 
 
 def rounds_spread(before_rounds: Sequence[float | None], after_rounds: Sequence[float | None]) -> float | None:
@@ -120,12 +144,20 @@ def rounds_spread(before_rounds: Sequence[float | None], after_rounds: Sequence[
 
 
 def bisect(measure: Callable[[str], float | None], commits: Sequence[str], before: float, after: float, *,
-           spread: float | None = None, tries: int = TRIES, runs: int = 1) -> Bisection:
+           spread: float | None = None, tries: int = TRIES, runs: int = 1,
+           check: Callable[[str, str], float | None] | None = None, older: str | None = None) -> Bisection:
     """Find the first commit of `commits` at the `after` level. `commits` are in history order;
     the last one is known to be at the new level (the step lies after the commit before the
-    first, which is known to be at the old level). `measure(commit)` runs it once; each commit
-    is measured `runs` times, and up to `tries` - 1 times more while its side cannot be told
-    (`tell`, with `spread`, or the spread the bisection's own repeated values show where larger)."""
+    first, `older`, which is known to be at the old level). `measure(commit)` runs it once; each
+    commit is measured `runs` times, and up to `tries` - 1 times more while its side cannot be
+    told (`tell`, with `spread`, or the spread the bisection's own repeated values show where
+    larger). With `check(commit, reference)` (`commit` read in one round beside `reference`, on
+    the levels' scale), what the search ended with is checked: the commit told before the step
+    nearest it (the culprit's parent) read beside the first told after it (the culprit, or the
+    last of a range) must be told at the old level, else one of the tells was wrong and the
+    bisection cannot tell where among `commits` the step lies (`Bisection.check`). Where that
+    commit is the last, the reference every commit was read beside, the check repeats the
+    search's last comparison on fresh runs: one tell on the wrong side names no culprit alone."""
     if not commits:
         raise ValueError("bisect needs at least one commit")
     good, bad = -1, len(commits) - 1  # indexes: last known before, first known after
@@ -136,39 +168,62 @@ def bisect(measure: Callable[[str], float | None], commits: Sequence[str], befor
         found = _measure_near(measure, commits, (mid, good, bad), (before, after, spread), (runs, tries), steps,
                               skipped)
         if found is None:  # nothing between could be told: stop with the range
-            return Bisection(None, commits[good + 1], commits[bad], tuple(steps), tuple(skipped))
+            break
         index, where = found
         good, bad = (index, bad) if where is Side.BEFORE else (good, index)
-    return Bisection(commits[bad], commits[bad], commits[bad], tuple(steps), tuple(skipped))
+    lower = commits[good] if good >= 0 else older
+    if check is None or lower is None or (good < 0 and bad == len(commits) - 1):  # nothing to check, or narrowed
+        return Bisection(commits[bad] if bad - good == 1 else None, commits[good + 1], commits[bad], tuple(steps),
+                         tuple(skipped))
+    record: list[Step] = []
+    held = _until_told(partial(check, lower, commits[bad]), lower, (before, after, spread), (runs, tries), record,
+                       steps) is Side.BEFORE
+    # not held: some commit was told on the wrong side, and any of the tells may have been it
+    first, last = (commits[good + 1], commits[bad]) if held else (commits[0], commits[-1])
+    return Bisection(commits[bad] if held and bad - good == 1 else None, first, last, tuple(steps), tuple(skipped),
+                     Check(lower, commits[bad], tuple(record), held))
 
 
 def _measure_near(measure, commits, where, step, counts, steps, skipped):
     # The mid commit, or the nearest one that builds; its side once it can be told.
-    (mid, good, bad), (before, after, spread), (runs, tries) = where, step, counts
+    mid, good, bad = where
     for index in _outwards(mid, good, bad):
-        values: list[float] = []
-        for _ in range(runs + tries - 1):
-            value = measure(commits[index])
-            if side(value, before, after) is Side.FAILED:
-                steps.append(Step(commits[index], value, Side.FAILED))
-                skipped.append(commits[index])
-                break
-            values.append(value)
-            seen = _within([*steps, Step(commits[index], value, Side.UNSURE)])
-            told = tell(values, before, after, spread if seen is None or spread is None else max(spread, seen))
-            steps.append(Step(commits[index], value, told))
-            if len(values) >= runs and told is not Side.UNSURE:
-                return index, told
-        else:
-            return None  # measured as often as allowed and still not told
+        told = _until_told(partial(measure, commits[index]), commits[index], step, counts, steps)
+        if told is Side.FAILED:
+            skipped.append(commits[index])
+            continue
+        return None if told is Side.UNSURE else (index, told)  # UNSURE: measured as often as allowed
     return None
 
 
-def _within(steps: Sequence[Step]) -> float | None:
-    # the spread of repeated values of one commit about their mean (log scale), pooled over commits
+def _until_told(read, commit, step, counts, record, others=()):
+    # `commit` read with `read` until its side can be told (at least `runs` times, at most
+    # runs + tries - 1), each value recorded; FAILED at its first failure, UNSURE when never told.
+    # The spread is the largest of the given one and what repeated values in `record` and in
+    # `others` show.
+    (before, after, spread), (runs, tries) = step, counts
+    values: list[float] = []
+    for _ in range(runs + tries - 1):
+        value = read()
+        if side(value, before, after) is Side.FAILED:
+            record.append(Step(commit, value, Side.FAILED))
+            return Side.FAILED
+        values.append(value)
+        seen = [s for s in (spread, _within([*record, Step(commit, value, Side.UNSURE)], before, after),
+                            _within(others, before, after)) if s is not None]
+        told = tell(values, before, after, None if spread is None else max(seen))
+        record.append(Step(commit, value, told))
+        if len(values) >= runs and told is not Side.UNSURE:
+            return told
+    return Side.UNSURE
+
+
+def _within(steps: Sequence[Step], before: float, after: float) -> float | None:
+    # the spread of repeated values of one commit about their mean (log scale), pooled over
+    # commits, wild values left out
     logs: dict[str, list[float]] = {}
     for s in steps:
-        if s.side is not Side.FAILED:
+        if s.side is not Side.FAILED and not _wild(s.value, before, after):
             logs.setdefault(s.commit, []).append(math.log(s.value))
     df = sum(len(v) - 1 for v in logs.values())
     if df < 1:
@@ -199,19 +254,25 @@ def locate(session: Session, alert: Alert, bench: Bench, *, tries: int = TRIES, 
         commits, found = [newer], Bisection(newer, newer, newer)
     else:
         commits = between(bench.repo, bench.branch, older, newer)
-        found = bisect(beside(bench, target, newer, after), commits, before, after, spread=spread, tries=tries,
-                       runs=runs)
+        read = beside(bench, target, newer, after)
+        found = bisect(read, commits, before, after, spread=spread, tries=tries, runs=runs, check=read, older=older)
     alert.bisection = {"between": len(commits), "first": found.first, "last": found.last, "levels": [before, after],
-                       "spread": spread, "reference": newer,
-                       "steps": [{"commit": s.commit, "value": s.value if s.value is None or math.isfinite(s.value)
-                                  else None, "side": s.side.value} for s in found.steps],
+                       "spread": spread, "reference": newer, "steps": _steps_json(found.steps),
                        "skipped": list(found.skipped), "seconds": round(time.monotonic() - started, 3)}
+    if found.check is not None:
+        alert.bisection["check"] = {"before": found.check.before, "after": found.check.after,
+                                    "held": found.check.held, "steps": _steps_json(found.check.steps)}
     alert.culprit = _commit(session, bench, found.culprit) if found.culprit else None
     if older is not None:
         moved = _replace(session, alert, [older, *commits], settle(found), found.first)
         if moved:
             alert.bisection = {**alert.bisection, "moved_from": moved}
     return found
+
+
+def _steps_json(steps: Sequence[Step]) -> list[dict]:
+    return [{"commit": s.commit, "value": s.value if s.value is None or math.isfinite(s.value) else None,
+             "side": s.side.value} for s in steps]
 
 
 def settle(found: Bisection) -> str:
@@ -259,17 +320,18 @@ def _replace(session: Session, alert: Alert, commits: list[str], culprit: str, s
     return moved
 
 
-def beside(bench: Bench, target: Target, reference: str, level: float) -> Callable[[str], float | None]:
+def beside(bench: Bench, target: Target, reference: str, level: float) -> Callable[..., float | None]:
     """A commit's value as bisection reads it: measured in one round with `reference` (a commit
-    at the new level), the order turning each time, and put on the levels' scale as its ratio
+    at the new level; or `against`, the second argument: the commit a bisection's end is checked
+    beside), the order turning each time, and put on the levels' scale as its ratio
     to the reference times the new `level`. Separate runs of one commit read a few percent apart
     on a busy machine, half a 10% step; one round's two commits see the same machine. Where the
     reference fails in a round, the commit's own value is taken as measured."""
     numbers = itertools.count()  # each measurement in a results directory of its own
 
-    def measure(commit: str) -> float | None:
+    def measure(commit: str, against: str = reference) -> float | None:
         n = next(numbers)
-        value, ref = bench.beside(target, commit, reference, f"{n}-{commit[:12]}", reference_first=n % 2 == 1)
+        value, ref = bench.beside(target, commit, against, f"{n}-{commit[:12]}", reference_first=n % 2 == 1)
         if value is None or ref is None or not ref > 0:
             return value
         return value / ref * level
