@@ -50,7 +50,7 @@ def bisected(alert: Alert) -> str:
     if b.get("skipped"):
         lines.append(f"skipped (did not build or failed): {', '.join(c[:8] for c in b['skipped'])}")
     if b.get("check"):
-        lines += [checked(b), *(_step(s) for s in b["check"].get("steps", []))]
+        lines += [checked(b), *(_step(s) for s in b["check"].get("steps") or [])]
     c = alert.culprit
     if c is not None:
         head = f"alert {alert.id}: first bad commit {c.hash[:8]} {c.subject!r} by {c.author or 'unknown'}"
@@ -63,7 +63,7 @@ def bisected(alert: Alert) -> str:
 
 def measurements(b: dict | None) -> int:
     """How many measurements a stored bisection made, its check's included."""
-    return len((b or {}).get("steps", [])) + len(((b or {}).get("check") or {}).get("steps", []))
+    return len((b or {}).get("steps") or []) + len(((b or {}).get("check") or {}).get("steps") or [])
 
 
 def checked(b: dict | None) -> str:
@@ -71,11 +71,13 @@ def checked(b: dict | None) -> str:
     c = (b or {}).get("check")
     if not c:
         return ""
-    pair = f"{c['before'][:8]} beside {c['after'][:8]}"
+    pair = f"{str(c.get('before', ''))[:8]} beside {str(c.get('after', ''))[:8]}"
     if c.get("held"):
         return f"checked: {pair} read at the old level"
     told = (c.get("steps") or [{}])[-1].get("side")
-    where = {"after": "at the new level", "failed": "nothing (it failed)"}.get(told, "between the levels")
+    if told == "failed":
+        return f"checked: {pair} failed, so what the search ended with is not confirmed"
+    where = "at the new level" if told == "after" else "between the levels"
     return f"checked: {pair} read {where}, so a commit may have been told on the wrong side"
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -66,8 +67,6 @@ def test_side_on_a_log_scale_and_the_unsure_middle():
 def test_the_levels_are_the_re_measurements_where_one_was_made():
     # A suspected step's "after" level rests on one or two points of the history (here 15% where
     # the step is 9%): the re-measured rounds tell a commit's side better.
-    from types import SimpleNamespace
-
     from proofbench.analysis.bisect import levels
 
     confirmed = {"before_rounds": [1.00, 1.01, None, 0.99], "after_rounds": [1.09, 1.10, 1.08, None]}
@@ -268,3 +267,31 @@ def test_a_wild_value_counts_for_neither_level_nor_for_the_spread():
                    spread=0.02, check=lambda commit, reference: next(checked), older="base")
     assert found.culprit == "c01" and found.check.held
     assert [s.value for s in found.check.steps] == [3.0, 1.0]  # told at the second value
+
+
+@pytest.mark.parametrize("read, told", [(lambda commit, reference: 1.1 ** 0.5, Side.UNSURE),  # between the levels
+                                        (lambda commit, reference: None, Side.FAILED)])  # a round that failed
+def test_a_check_never_told_at_the_old_level_gives_the_whole_range(read, told):
+    found = bisect(_against(6, 0.0, np.random.default_rng(0)), COMMITS, 1.0, 1.1, runs=2, spread=0.02, check=read,
+                   older="base")
+    assert found.culprit is None and (found.first, found.last) == ("c00", "c09")
+    assert not found.check.held and found.check.steps[-1].side is told
+
+
+def test_a_commit_that_failed_is_not_built_again():
+    # c04 fails as the first middle; the search comes back to it between c03 and c05: the step
+    # lies in c04..c05, and c04 was built once and is listed once
+    measure, calls = _measure(5, failing={4})
+    found = bisect(measure, COMMITS, 1.0, 1.5)
+    assert found.culprit is None and (found.first, found.last) == ("c04", "c05") and found.skipped == ("c04",)
+    assert calls.count("c04") == 1
+
+
+def test_a_check_round_whose_culprit_failed_is_a_failed_round_not_a_lone_value():
+    # the search reads a commit alone where the reference fails; the check's null is the
+    # culprit's own level in that round, so without it the round failed
+    from proofbench.analysis.bisect import beside
+
+    bench = SimpleNamespace(beside=lambda target, commit, reference, label, **order: (1.0e-3, None))
+    read = beside(bench, None, "c09", 1.1e-3)
+    assert read("c03") == 1.0e-3 and read("c03", "c04") is None

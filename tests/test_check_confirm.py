@@ -186,6 +186,9 @@ def test_the_notes_name_the_culprit_or_the_range_bisection_left():
     assert note_lines(None, None, wrong, "") == [
         "bisection could not tell: the step lies in aaaaaaaa..bbbbbbbb; checked: cccccccc beside d0b2acd2 read at "
         "the new level, so a commit may have been told on the wrong side"]
+    failed = {**wrong, "check": {**wrong["check"], "steps": [{"side": "failed"}]}}
+    assert note_lines(None, None, failed, "")[0].endswith("checked: cccccccc beside d0b2acd2 failed, so what the "
+                                                          "search ended with is not confirmed")
     assert note_lines(None, None, None, "") == []
 
 

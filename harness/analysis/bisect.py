@@ -14,8 +14,8 @@ of the step. A commit still not told stops the bisection, which says which commi
 among. What the search ends with is checked in one frame (`bisect`'s `check`): the commit told
 before the step nearest it, read beside the first told after it, must be told at the old level;
 if not, some tell was wrong, and the bisection gives the whole span. A commit that does not
-build or fails is skipped, said so, and its neighbour measured instead, as `git bisect skip`
-does. (asv's own `find` bisects too, but over the mean of every parameter set, with one
+build or fails is skipped, said so, never built again, and its neighbour measured instead, as
+`git bisect skip` does. (asv's own `find` bisects too, but over the mean of every parameter set, with one
 measurement per commit and no way to say "cannot tell": a noisy value there silently picks the
 wrong half.)
 """
@@ -188,6 +188,8 @@ def _measure_near(measure, commits, where, step, counts, steps, skipped):
     # The mid commit, or the nearest one that builds; its side once it can be told.
     mid, good, bad = where
     for index in _outwards(mid, good, bad):
+        if commits[index] in skipped:  # it failed before: not built again
+            continue
         told = _until_told(partial(measure, commits[index]), commits[index], step, counts, steps)
         if told is Side.FAILED:
             skipped.append(commits[index])
@@ -326,14 +328,15 @@ def beside(bench: Bench, target: Target, reference: str, level: float) -> Callab
     beside), the order turning each time, and put on the levels' scale as its ratio
     to the reference times the new `level`. Separate runs of one commit read a few percent apart
     on a busy machine, half a 10% step; one round's two commits see the same machine. Where the
-    reference fails in a round, the commit's own value is taken as measured."""
+    reference fails in a round, the commit's own value is taken as measured; where `against`
+    fails, the round failed (the check's null is `against`'s own level, in that round)."""
     numbers = itertools.count()  # each measurement in a results directory of its own
 
     def measure(commit: str, against: str = reference) -> float | None:
         n = next(numbers)
         value, ref = bench.beside(target, commit, against, f"{n}-{commit[:12]}", reference_first=n % 2 == 1)
-        if value is None or ref is None or not ref > 0:
-            return value
+        if value is None or ref is None or not ref > 0:  # a check's value means nothing alone
+            return value if against == reference else None
         return value / ref * level
     return measure
 
