@@ -70,7 +70,7 @@ class Thresholds:
     min_step: float
     significance: float
     higher_is_better: bool | None  # None: the benchmark's own direction
-    suspect_from: float = DEFAULT_SUSPECT_FROM
+    suspect_from: float
 
 
 @dataclass(frozen=True)

@@ -276,8 +276,6 @@ def test_a_confirmed_step_found_again_at_its_commit_is_that_alert_whatever_its_p
 
 
 def test_the_bisect_command_lists_every_measurement_and_the_check():
-    from types import SimpleNamespace
-
     from proofbench.reports.alerts import bisected
 
     culprit = SimpleNamespace(hash="d0b2acd2f5eb0433", subject="Validate twice", author="Team")

@@ -172,16 +172,16 @@ def bisect(measure: Callable[[str], float | None], commits: Sequence[str], befor
         index, where = found
         good, bad = (index, bad) if where is Side.BEFORE else (good, index)
     lower = commits[good] if good >= 0 else older
-    if check is None or lower is None or (good < 0 and bad == len(commits) - 1):  # nothing to check, or narrowed
-        return Bisection(commits[bad] if bad - good == 1 else None, commits[good + 1], commits[bad], tuple(steps),
-                         tuple(skipped))
-    record: list[Step] = []
-    held = _until_told(partial(check, lower, commits[bad]), lower, (before, after, spread), (runs, tries), record,
-                       steps) is Side.BEFORE
-    # not held: some commit was told on the wrong side, and any of the tells may have been it
+    checked = None
+    if check is not None and lower is not None and (good >= 0 or bad < len(commits) - 1):  # something narrowed
+        record: list[Step] = []
+        told = _until_told(partial(check, lower, commits[bad]), lower, (before, after, spread), (runs, tries), record,
+                           steps)
+        checked = Check(lower, commits[bad], tuple(record), told is Side.BEFORE)
+    held = checked is None or checked.held  # not held: any of the tells may have been on the wrong side
     first, last = (commits[good + 1], commits[bad]) if held else (commits[0], commits[-1])
     return Bisection(commits[bad] if held and bad - good == 1 else None, first, last, tuple(steps), tuple(skipped),
-                     Check(lower, commits[bad], tuple(record), held))
+                     checked)
 
 
 def _measure_near(measure, commits, where, step, counts, steps, skipped):
@@ -204,6 +204,7 @@ def _until_told(read, commit, step, counts, record, others=()):
     # The spread is the largest of the given one and what repeated values in `record` and in
     # `others` show.
     (before, after, spread), (runs, tries) = step, counts
+    elsewhere = _within(others, before, after)  # `others` do not change while `commit` is read
     values: list[float] = []
     for _ in range(runs + tries - 1):
         value = read()
@@ -211,8 +212,8 @@ def _until_told(read, commit, step, counts, record, others=()):
             record.append(Step(commit, value, Side.FAILED))
             return Side.FAILED
         values.append(value)
-        seen = [s for s in (spread, _within([*record, Step(commit, value, Side.UNSURE)], before, after),
-                            _within(others, before, after)) if s is not None]
+        seen = [s for s in (spread, _within([*record, Step(commit, value, Side.UNSURE)], before, after), elsewhere)
+                if s is not None]
         told = tell(values, before, after, None if spread is None else max(seen))
         record.append(Step(commit, value, told))
         if len(values) >= runs and told is not Side.UNSURE:
