@@ -56,7 +56,7 @@ def bisected(alert: Alert) -> str:
         head = f"alert {alert.id}: first bad commit {c.hash[:8]} {c.subject!r} by {c.author or 'unknown'}"
     else:
         head = (f"alert {alert.id}: could not tell which commit: the step lies in "
-                f"{b.get('first', '')[:8]}..{b.get('last', '')[:8]}")
+                f"{b.get('first', '')[:8]}..{b.get('last', '')[:8]}{ran_out(b)}")
     measured = f" ({measurements(b)} measurement(s) of {b.get('between', 0)} commit(s), {b.get('seconds', 0):.0f} s)"
     return fmt.visible("\n".join([head + measured, *lines]))
 
@@ -64,6 +64,12 @@ def bisected(alert: Alert) -> str:
 def measurements(b: dict | None) -> int:
     """How many measurements a stored bisection made, its check's included."""
     return len((b or {}).get("steps") or []) + len(((b or {}).get("check") or {}).get("steps") or [])
+
+
+def ran_out(b: dict | None) -> str:
+    """' (the budget of N s ran out)' where a time budget ended a bisection, else ''."""
+    b = b or {}
+    return f" (the budget of {b.get('budget', 0):g} s ran out)" if b.get("stopped") == "budget" else ""
 
 
 def checked(b: dict | None) -> str:

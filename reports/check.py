@@ -10,7 +10,7 @@ import math
 from proofbench.analysis.check import CheckReport, Finding
 from proofbench.analysis.series import CommitRef
 from proofbench.reports import formatting as fmt
-from proofbench.reports.alerts import VERBS, checked, measurements
+from proofbench.reports.alerts import VERBS, checked, measurements, ran_out
 
 FORMAT = "proofbench-check"
 FORMAT_VERSION = 2  # 2: suspected and dropped states; confirmation, culprit, bisection, answer
@@ -83,7 +83,7 @@ def culprit(c, b: dict | None) -> str:
         return f"bisection could not run: {b['error']}"
     if b:
         return (f"bisection could not tell: the step lies in {b.get('first', '')[:8]}..{b.get('last', '')[:8]}"
-                f"{_clause(checked(b))}")
+                f"{ran_out(b)}{_clause(checked(b))}")
     return ""
 
 

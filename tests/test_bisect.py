@@ -295,3 +295,56 @@ def test_a_check_round_whose_culprit_failed_is_a_failed_round_not_a_lone_value()
     bench = SimpleNamespace(beside=lambda target, commit, reference, label, **order: (1.0e-3, None))
     read = beside(bench, None, "c09", 1.1e-3)
     assert read("c03") == 1.0e-3 and read("c03", "c04") is None
+
+
+class _Clock:
+    """A clock each read advances by `seconds` (a round of two runs), wrapped around a read."""
+
+    def __init__(self, seconds: float = 1.0) -> None:
+        self.now, self.seconds = 0.0, seconds
+
+    def __call__(self) -> float:
+        return self.now
+
+    def timed(self, read):
+        def run(*args):
+            self.now += self.seconds
+            return read(*args)
+        return run
+
+
+def test_a_budget_stops_the_search_where_the_next_commit_and_the_check_would_not_fit():
+    # one second a read, six in all: c04 and c06 are told before the step (two reads each), c07's
+    # two and the check's two would end after the budget, so the search stops at c07..c09 and the
+    # check, c06 beside c09, has the time it was kept
+    clock = _Clock()
+    read = clock.timed(_against(7, 0.0, np.random.default_rng(0)))
+    found = bisect(read, COMMITS, 1.0, 1.1, runs=2, spread=0.02, check=read, older="base", budget=6, clock=clock)
+    assert found.out_of_time and found.culprit is None and (found.first, found.last) == ("c07", "c09")
+    assert [s.commit for s in found.steps] == ["c04", "c04", "c06", "c06"]
+    assert found.check.held and (found.check.before, found.check.after) == ("c06", "c09")
+    assert clock.now == 6
+    unbounded = bisect(read, COMMITS, 1.0, 1.1, runs=2, spread=0.02, check=read, older="base", clock=clock)
+    assert unbounded.culprit == "c07" and not unbounded.out_of_time
+
+
+def test_the_check_is_made_to_its_end_past_the_budget_and_a_range_it_does_not_hold_is_not_given():
+    # the search stops at c05..c06 (c04 and c06 told, c05's two and the check's two would not
+    # fit); the check, c04 beside c06, reads between the levels, so it runs to its last
+    # measurement past the budget (a check cut short would leave the range unconfirmed) and,
+    # not held, gives the whole span
+    clock = _Clock()
+    honest = _against(6, 0.0, np.random.default_rng(0))
+    read = clock.timed(lambda commit, reference=COMMITS[-1]: honest(commit) if reference == COMMITS[-1]
+                       else 1.1 ** 0.5)
+    found = bisect(read, COMMITS, 1.0, 1.1, runs=2, spread=0.02, check=read, older="base", budget=6, clock=clock)
+    assert found.out_of_time and found.culprit is None and (found.first, found.last) == ("c00", "c09")
+    assert (found.check.before, found.check.after) == ("c04", "c06") and not found.check.held
+    assert len(found.check.steps) == 2 + 9 - 1 and clock.now == 4 + 10
+
+
+def test_a_budget_spent_before_a_first_read_measures_nothing():
+    clock = _Clock()
+    found = bisect(clock.timed(lambda commit: 1.0), COMMITS, 1.0, 1.1, runs=2, spread=0.02, budget=0.0, clock=clock)
+    assert found.out_of_time and found.steps == () and (found.first, found.last) == ("c00", "c09")
+    assert found.check is None

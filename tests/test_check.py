@@ -243,6 +243,9 @@ def test_errors_exit_2_and_still_print_json(step, capsys):
     assert status == 2 and report["status"] == "error" and "no-such-revision" in report["error"]
     status, report = check_json("nosuchdialect://nowhere", capsys)
     assert status == 2 and report["exit_code"] == 2 and "nosuchdialect" in report["error"]
+    status, report = check_json(step.url, capsys, "--bisect", "--bisect-budget", "-5")
+    assert status == 2 and report["error"] == ("--confirm-rounds must be at least 1 and --confirm-budget and "
+                                               "--bisect-budget not negative, got 6, 600 and -5")
 
 
 @pytest.mark.parametrize("fmt", ["text", "markdown"])

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
-from test_check import TIME, History, _hash, check_json
+from test_check import RATE, TIME, History, _hash, check_json
 
 from proofbench.analysis.check import run_check
 from proofbench.analysis.confirm import NO_CONFIRM, Confirming, Rounds
@@ -218,7 +218,7 @@ def test_a_confirmed_step_is_bisected_between_the_re_measured_commits_and_moved_
     truth = {_hash(i): 1.0e-3 for i in range(12)} | {_hash(12): 1.0e-3, _hash(13): 1.3e-3}
     bench = SimpleNamespace(repo=None, branch="main", beside=lambda target, commit, reference, label, **order: (
         truth[commit], truth[reference]))
-    report = _check(suspect, Remeasure(1.3), bisect=lambda session, alert: bisect.locate(session, alert, bench))
+    report = _check(suspect, Remeasure(1.3), bisect=lambda session, alert, seconds: bisect.locate(session, alert, bench))
     (found,) = report.findings
     assert found.state == "new" and found.commit.hash == _hash(13) and found.culprit.hash == _hash(13)
     assert found.previous.hash == _hash(12) and found.bisection["moved_from"] == _hash(12)
@@ -242,7 +242,7 @@ def test_where_bisection_cannot_tell_the_alert_goes_to_the_first_commit_measured
 
     monkeypatch.setattr(bisect, "between", lambda repo, branch, older, newer: [_hash(i) for i in range(11, 14)])
 
-    def locate(session, alert):
+    def locate(session, alert, seconds):
         before, after = bisect.levels(alert)
         middle = (before * after) ** 0.5 / after  # read beside 13, exactly between the levels
         ratio = {_hash(11): middle, _hash(12): middle, _hash(13): 1.0}
@@ -314,3 +314,53 @@ def test_the_bisect_command_names_the_culprit_and_exits_by_what_it_found(suspect
         out = capsys.readouterr().out
         assert (f"first bad commit {_hash(13)[:8]}" in out) == (status == 0), out
         assert ("could not tell which commit" in out) == (status == 1), out
+    assert cli.main(["bisect", str(found.id), "--budget", "0", "--db", suspect.url, "--project", str(project)]) == 2
+    assert capsys.readouterr().err.strip().endswith("--budget must be a positive number of seconds, got 0")
+
+
+def test_bisections_run_larger_steps_first_within_one_budget(sqlite_url, monkeypatch):
+    # two new regressions decided by the history; each bisection takes 10 s of a 10 s budget:
+    # the larger step's runs, the other says the budget went on other regressions
+    from proofbench.analysis import confirm
+
+    h = History(sqlite_url)
+    h.nights(0, 12, {TIME: 1.0e-3, RATE: 1000.0})
+    h.nights(12, 24, {TIME: 1.3e-3, RATE: 625.0})  # a throughput 1.6 times lower: the larger step
+    clock = SimpleNamespace(now=0.0)
+    monkeypatch.setattr(confirm, "time", SimpleNamespace(monotonic=lambda: clock.now))
+    asked = []
+
+    def bisect(session, alert, seconds):
+        asked.append((alert.benchmark.name, seconds))
+        clock.now += 10
+        alert.bisection = {"between": 0, "first": alert.commit.hash, "last": alert.commit.hash}
+
+    report = _check(h, None, bisect=bisect, bisect_budget=10)
+    assert asked == [(RATE, 10)]
+    spent = {f.benchmark: f.bisection for f in report.findings}[TIME]
+    assert spent == {"error": "the bisection budget (10 s) was spent on other regressions"}
+
+
+def test_a_bisection_the_budget_stopped_says_so_in_its_json_and_notes(suspect, monkeypatch):
+    # each round takes 50 ms of a 120 ms budget: after the first, the two the commit still needs
+    # and the check's two would not fit, so the search stops having narrowed nothing
+    import time
+
+    from proofbench.analysis import bisect
+    from proofbench.reports.check import culprit
+
+    monkeypatch.setattr(bisect, "between", lambda repo, branch, older, newer: [_hash(i) for i in range(11, 14)])
+
+    def beside(target, commit, reference, label, **order):
+        time.sleep(0.05)
+        return 1.0e-3, 1.3e-3
+
+    bench = SimpleNamespace(repo=None, branch="main", beside=beside)
+    report = _check(suspect, Remeasure(1.3),
+                    bisect=lambda session, alert, seconds: bisect.locate(session, alert, bench, budget=0.12))
+    (found,) = report.findings
+    b = found.bisection
+    assert (b["budget"], b["stopped"], len(b["steps"])) == (0.12, "budget", 1) and found.culprit is None
+    assert "check" not in b and (b["first"], b["last"]) == (_hash(11), _hash(13))
+    assert culprit(None, b) == (f"bisection could not tell: the step lies in {_hash(11)[:8]}..{_hash(13)[:8]} "
+                                f"(the budget of 0.12 s ran out)")

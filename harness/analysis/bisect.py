@@ -15,9 +15,12 @@ among. What the search ends with is checked in one frame (`bisect`'s `check`): t
 before the step nearest it, read beside the first told after it, must be told at the old level;
 if not, some tell was wrong, and the bisection gives the whole span. A commit that does not
 build or fails is skipped, said so, never built again, and its neighbour measured instead, as
-`git bisect skip` does. (asv's own `find` bisects too, but over the mean of every parameter set, with one
-measurement per commit and no way to say "cannot tell": a noisy value there silently picks the
-wrong half.)
+`git bisect skip` does. With a time budget, the search measures a commit only where the
+measurements it needs, and the check's first ones, fit in what is left at the pace of the
+slowest so far; where they do not, it stops, and the check, always made to its end, decides
+whether the range the search narrowed the step to holds (else the whole span is given). (asv's own `find` bisects too, but over
+the mean of every parameter set, with one measurement per commit and no way to say "cannot
+tell": a noisy value there silently picks the wrong half.)
 """
 from __future__ import annotations
 
@@ -89,6 +92,34 @@ class Bisection:
     steps: tuple[Step, ...] = field(default=())
     skipped: tuple[str, ...] = field(default=())
     check: Check | None = None
+    out_of_time: bool = False
+
+
+class _Budget:
+    # Seconds a bisection's search may measure for (None: no bound), read against the pace of
+    # the slowest measurement so far.
+
+    def __init__(self, seconds: float | None, clock: Callable[[], float]) -> None:
+        self.seconds, self.clock = seconds, clock
+        self.started, self.slowest, self.ran_out = clock(), 0.0, False
+
+    def timed(self, read: Callable[..., float | None]) -> Callable[..., float | None]:
+        def run(*args: str) -> float | None:
+            began = self.clock()
+            try:
+                return read(*args)
+            finally:
+                self.slowest = max(self.slowest, self.clock() - began)
+        return run
+
+    def room(self, reads: int) -> bool:
+        # True where `reads` more measurements, each as long as the slowest so far, end within it
+        if self.seconds is None:
+            return True
+        spent = self.clock() - self.started
+        fits = spent < self.seconds and spent + reads * self.slowest <= self.seconds
+        self.ran_out |= not fits
+        return fits
 
 
 def side(value: float | None, before: float, after: float) -> Side:
@@ -145,7 +176,8 @@ def rounds_spread(before_rounds: Sequence[float | None], after_rounds: Sequence[
 
 def bisect(measure: Callable[[str], float | None], commits: Sequence[str], before: float, after: float, *,
            spread: float | None = None, tries: int = TRIES, runs: int = 1,
-           check: Callable[[str, str], float | None] | None = None, older: str | None = None) -> Bisection:
+           check: Callable[[str, str], float | None] | None = None, older: str | None = None,
+           budget: float | None = None, clock: Callable[[], float] = time.monotonic) -> Bisection:
     """Find the first commit of `commits` at the `after` level. `commits` are in history order;
     the last one is known to be at the new level (the step lies after the commit before the
     first, `older`, which is known to be at the old level). `measure(commit)` runs it once; each
@@ -157,16 +189,23 @@ def bisect(measure: Callable[[str], float | None], commits: Sequence[str], befor
     last of a range) must be told at the old level, else one of the tells was wrong and the
     bisection cannot tell where among `commits` the step lies (`Bisection.check`). Where that
     commit is the last, the reference every commit was read beside, the check repeats the
-    search's last comparison on fresh runs: one tell on the wrong side names no culprit alone."""
+    search's last comparison on fresh runs: one tell on the wrong side names no culprit alone.
+    With `budget` (seconds, on `clock`), the search measures a commit only while the `runs`
+    measurements it needs (one, past those) and `runs` of the check's fit in what is left, at the
+    pace of the slowest so far (`Bisection.out_of_time` where they did not); the check is always
+    made to its end, so it may end after the budget by up to `tries` - 1 measurements."""
     if not commits:
         raise ValueError("bisect needs at least one commit")
+    timer = _Budget(budget, clock)
+    measure = timer.timed(measure)
+    reserve = runs if check is not None else 0  # the check's first measurements, kept room for
     good, bad = -1, len(commits) - 1  # indexes: last known before, first known after
     steps: list[Step] = []
     skipped: list[str] = []
     while bad - good > 1:
         mid = (good + bad) // 2
         found = _measure_near(measure, commits, (mid, good, bad), (before, after, spread), (runs, tries), steps,
-                              skipped)
+                              skipped, lambda reads: timer.room(reads + reserve))
         if found is None:  # nothing between could be told: stop with the range
             break
         index, where = found
@@ -176,37 +215,40 @@ def bisect(measure: Callable[[str], float | None], commits: Sequence[str], befor
     if check is not None and lower is not None and (good >= 0 or bad < len(commits) - 1):  # something narrowed
         record: list[Step] = []
         told = _until_told(partial(check, lower, commits[bad]), lower, (before, after, spread), (runs, tries), record,
-                           steps)
+                           lambda reads: True, steps)
         checked = Check(lower, commits[bad], tuple(record), told is Side.BEFORE)
     held = checked is None or checked.held  # not held: any of the tells may have been on the wrong side
     first, last = (commits[good + 1], commits[bad]) if held else (commits[0], commits[-1])
     return Bisection(commits[bad] if held and bad - good == 1 else None, first, last, tuple(steps), tuple(skipped),
-                     checked)
+                     checked, timer.ran_out)
 
 
-def _measure_near(measure, commits, where, step, counts, steps, skipped):
+def _measure_near(measure, commits, where, step, counts, steps, skipped, room):
     # The mid commit, or the nearest one that builds; its side once it can be told.
     mid, good, bad = where
     for index in _outwards(mid, good, bad):
         if commits[index] in skipped:  # it failed before: not built again
             continue
-        told = _until_told(partial(measure, commits[index]), commits[index], step, counts, steps)
+        told = _until_told(partial(measure, commits[index]), commits[index], step, counts, steps, room)
         if told is Side.FAILED:
             skipped.append(commits[index])
             continue
-        return None if told is Side.UNSURE else (index, told)  # UNSURE: measured as often as allowed
+        return None if told in (Side.UNSURE, None) else (index, told)  # UNSURE: measured as often as allowed
     return None
 
 
-def _until_told(read, commit, step, counts, record, others=()):
+def _until_told(read, commit, step, counts, record, room, others=()):
     # `commit` read with `read` until its side can be told (at least `runs` times, at most
-    # runs + tries - 1), each value recorded; FAILED at its first failure, UNSURE when never told.
+    # runs + tries - 1), each value recorded; FAILED at its first failure, UNSURE when never told,
+    # None where `room(n)` says the n measurements it needs at least do not fit in the time left.
     # The spread is the largest of the given one and what repeated values in `record` and in
     # `others` show.
     (before, after, spread), (runs, tries) = step, counts
     elsewhere = _within(others, before, after)  # `others` do not change while `commit` is read
     values: list[float] = []
     for _ in range(runs + tries - 1):
+        if not room(max(runs - len(values), 1)):
+            return None
         value = read()
         if side(value, before, after) is Side.FAILED:
             record.append(Step(commit, value, Side.FAILED))
@@ -245,10 +287,12 @@ def _outwards(mid: int, good: int, bad: int) -> list[int]:
     return out
 
 
-def locate(session: Session, alert: Alert, bench: Bench, *, tries: int = TRIES, runs: int = RUNS) -> Bisection:
+def locate(session: Session, alert: Alert, bench: Bench, *, tries: int = TRIES, runs: int = RUNS,
+           budget: float | None = None) -> Bisection:
     """Bisect the commits of `alert`'s step (`span`), measuring each on this machine with
-    `bench`; stores what was found with the alert (`culprit`, and `bisection`: every
-    measurement, the commits skipped, the seconds it took)."""
+    `bench`, within `budget` seconds if given; stores what was found with the alert (`culprit`,
+    and `bisection`: every measurement, the commits skipped, the seconds it took, and
+    `stopped: "budget"` where the budget ended it)."""
     target = Target.of(alert.benchmark.name, alert.params_key)
     started = time.monotonic()
     older, newer = span(alert)
@@ -258,10 +302,14 @@ def locate(session: Session, alert: Alert, bench: Bench, *, tries: int = TRIES, 
     else:
         commits = between(bench.repo, bench.branch, older, newer)
         read = beside(bench, target, newer, after)
-        found = bisect(read, commits, before, after, spread=spread, tries=tries, runs=runs, check=read, older=older)
+        left = None if budget is None else budget - (time.monotonic() - started)
+        found = bisect(read, commits, before, after, spread=spread, tries=tries, runs=runs, check=read, older=older,
+                       budget=left)
     alert.bisection = {"between": len(commits), "first": found.first, "last": found.last, "levels": [before, after],
                        "spread": spread, "reference": newer, "steps": _steps_json(found.steps),
                        "skipped": list(found.skipped), "seconds": round(time.monotonic() - started, 3)}
+    if budget is not None:
+        alert.bisection.update(budget=budget, **({"stopped": "budget"} if found.out_of_time else {}))
     if found.check is not None:
         alert.bisection["check"] = {"before": found.check.before, "after": found.check.after,
                                     "held": found.check.held, "steps": _steps_json(found.check.steps)}

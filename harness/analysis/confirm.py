@@ -223,6 +223,7 @@ def _rule(direction: int, estimate: float, low: float, high: float, rounds: int,
 # --- the nightly check's confirmation step ------------------------------------------
 
 BUDGET = 600.0  # seconds of re-measurement one check may spend confirming steps
+BISECT_BUDGET = 1200.0  # seconds one check may spend bisecting its new regressions
 NO_CONFIRM = "confirmation is off (check --no-confirm)"
 Suspected = tuple[Alert, Series, ChangePoint]  # a step to measure again: its alert, series, tonight's change point
 
@@ -230,12 +231,14 @@ Suspected = tuple[Alert, Series, ChangePoint]  # a step to measure again: its al
 @dataclass(frozen=True)
 class Confirming:
     """How a check confirms suspected steps: `remeasure` (None: it does not) within `budget`
-    seconds; and, with `bisect`, how it finds the first bad commit of each new regression
-    among the commits no run measured (`proofbench.analysis.bisect.locate`)."""
+    seconds; and, with `bisect(session, alert, seconds)`, how it finds the first bad commit of
+    each new regression among the commits no run measured (`proofbench.analysis.bisect.locate`),
+    all of them within `bisect_budget` seconds."""
 
     remeasure: Remeasure | None = None
     budget: float = BUDGET
-    bisect: Callable[[Session, Alert], object] | None = None
+    bisect: Callable[[Session, Alert, float], object] | None = None
+    bisect_budget: float = BISECT_BUDGET
 
 
 def settle(suspects: list[Suspected], confirming: Confirming,
@@ -327,13 +330,26 @@ def newer_than_remeasured(s: Series, alert: Alert) -> bool:
 
 
 def bisect_new(session: Session, alerts: list[Alert], confirming: Confirming) -> None:
-    """Each new regression's first bad commit, with `confirming.bisect`; a bisection that cannot
-    run says why in the alert."""
-    for alert in alerts if confirming.bisect is not None else ():
+    """Each new regression's first bad commit, with `confirming.bisect`, larger steps first, each
+    within what is left of `confirming.bisect_budget`; a bisection that cannot run (or has no time
+    left) says why in the alert."""
+    started = time.monotonic()
+    for alert in sorted(alerts, key=_alert_size, reverse=True) if confirming.bisect is not None else ():
+        left = confirming.bisect_budget - (time.monotonic() - started)
+        if left <= 0:
+            alert.bisection = {"error": f"the bisection budget ({confirming.bisect_budget:g} s) was spent on "
+                                        f"other regressions"}
+            continue
         try:
-            confirming.bisect(session, alert)
+            confirming.bisect(session, alert, left)
         except ProofbenchError as exc:
             alert.bisection = {"error": str(exc)}
+
+
+def _alert_size(alert: Alert) -> float:
+    # an alert's step on a log scale, for the order bisections run in (0 where it has none)
+    b, a = alert.before, alert.after
+    return abs(math.log(a / b)) if b and a and b > 0 and a > 0 and math.isfinite(a / b) else 0.0
 
 
 def _size(cp: ChangePoint) -> float:

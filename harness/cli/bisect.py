@@ -13,6 +13,9 @@ def add_parser(sub) -> None:
     parser.add_argument("id", type=int, help="the alert's id (proofbench alerts list)")
     parser.add_argument("--tries", type=int, default=9, help="measurements of a commit beyond the first two while "
                         "its side cannot be told (the side's odds short of 99 to 1; default 9: up to 10 runs)")
+    parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                        help="most seconds to measure for (default: no bound); where it runs out the bisection "
+                        "gives the range it narrowed the step to")
     parser.add_argument("--profile", default=None, help="the profile the commits are measured with")
     add_db_option(parser)
     parser.set_defaults(handler=handle)
@@ -28,13 +31,15 @@ def handle(args: argparse.Namespace) -> int:
 
     if args.tries < 1:
         raise InputError(f"--tries must be at least 1, got {args.tries}")
+    if args.budget is not None and not args.budget > 0:
+        raise InputError(f"--budget must be a positive number of seconds, got {args.budget:g}")
     found = project(args)
     ready = bench(found, args.profile)
     with Session(engine(args, found)) as session, session.begin():
         alert = find(session, args.id)
         say(f"bisecting alert {alert.id}: {alert.benchmark.name} between "
             f"{alert.previous_commit.hash[:8] if alert.previous_commit else 'the start'} and {alert.commit.hash[:8]}")
-        bisect.locate(session, alert, ready, tries=args.tries)
+        bisect.locate(session, alert, ready, tries=args.tries, budget=args.budget)
         print(shown.bisected(alert))
         named = alert.culprit is not None  # read before the session closes: its objects expire then
     return 0 if named else 1

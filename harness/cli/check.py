@@ -39,6 +39,9 @@ def add_parser(sub) -> None:
                         help="alternating rounds of the commit before and after a suspected step (default 6)")
     parser.add_argument("--bisect", action="store_true", help="find each new regression's first bad commit among "
                         "the commits no run measured (see proofbench bisect)")
+    parser.add_argument("--bisect-budget", type=float, default=1200.0, metavar="SECONDS",
+                        help="most seconds spent bisecting new regressions, larger steps first (default 1200); "
+                        "where it runs out a bisection gives the range it narrowed the step to")
     parser.add_argument("--profile", default=None, help="the profile re-measurements run with (default: the "
                         "project's default)")
     parser.add_argument("--markdown-out", type=Path, default=None, metavar="PATH",
@@ -102,9 +105,9 @@ def _confirming(args: argparse.Namespace, found):
     from proofbench.machine.capture import capture
     from proofbench.pipeline.remeasure import Target
 
-    if args.confirm_rounds < 1 or args.confirm_budget < 0:
-        raise InputError(f"--confirm-rounds must be at least 1 and --confirm-budget not negative, got "
-                         f"{args.confirm_rounds} and {args.confirm_budget:g}")
+    if args.confirm_rounds < 1 or args.confirm_budget < 0 or args.bisect_budget < 0:
+        raise InputError(f"--confirm-rounds must be at least 1 and --confirm-budget and --bisect-budget not "
+                         f"negative, got {args.confirm_rounds}, {args.confirm_budget:g} and {args.bisect_budget:g}")
 
     @functools.cache
     def here():  # this machine, captured the first time a suspect needs it
@@ -134,13 +137,14 @@ def _confirming(args: argparse.Namespace, found):
         return Rounds(before, after, tuple(got.series(before, target)), tuple(got.series(after, target)),
                       got.seconds, got.stopped)
 
-    def locate(session, alert):
+    def locate(session, alert, seconds):
         ready = suite()
         if isinstance(ready, str):
             raise RunError(ready)
-        return bisect.locate(session, alert, ready)
+        return bisect.locate(session, alert, ready, budget=seconds)
 
-    return Confirming(None if args.no_confirm else remeasure, args.confirm_budget, locate if args.bisect else None)
+    return Confirming(None if args.no_confirm else remeasure, args.confirm_budget, locate if args.bisect else None,
+                      args.bisect_budget)
 
 
 def _repository(args: argparse.Namespace, found) -> tuple[Path | None, str]:
