@@ -243,9 +243,22 @@ def test_errors_exit_2_and_still_print_json(step, capsys):
     assert status == 2 and report["status"] == "error" and "no-such-revision" in report["error"]
     status, report = check_json("nosuchdialect://nowhere", capsys)
     assert status == 2 and report["exit_code"] == 2 and "nosuchdialect" in report["error"]
-    status, report = check_json(step.url, capsys, "--bisect", "--bisect-budget", "-5")
-    assert status == 2 and report["error"] == ("--confirm-rounds must be at least 1 and --confirm-budget and "
-                                               "--bisect-budget not negative, got 6, 600 and -5")
+    for budgets, got in ((("--bisect-budget", "-5"), "6, 600 and -5"),
+                         (("--confirm-budget", "nan"), "6, nan and 1200")):
+        status, report = check_json(step.url, capsys, "--bisect", *budgets)
+        assert status == 2 and report["error"] == ("--confirm-rounds must be at least 1 and --confirm-budget and "
+                                                   f"--bisect-budget not negative, got {got}")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["gate", "main", "--rounds", "0"], "--rounds must be at least 1, got 0"),
+    (["gate", "main", "--budget", "nan"], "--budget must be a number of seconds, 0 or more, got nan"),
+    (["gate", "main", "--budget", "-1"], "--budget must be a number of seconds, 0 or more, got -1"),
+    (["bisect", "1", "--budget", "nan"], "--budget must be a positive number of seconds, got nan"),
+])
+def test_measuring_options_out_of_range_are_one_line_before_anything_runs(capsys, tmp_path, argv, message):
+    assert cli.main([*argv, "--project", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == f"proofbench: {message}"
 
 
 @pytest.mark.parametrize("fmt", ["text", "markdown"])

@@ -19,6 +19,9 @@ from proofbench.db.alerts import Alert, answer, withdraw
 from proofbench.reports.check import confirmation
 
 
+BOX = SimpleNamespace(name="box")  # the machine the fake benches measure on: that of History's series
+
+
 class Remeasure:
     """A fake re-measurement: `rounds` paired rounds whose after / before is `truth`, with the
     load of each round shared by both commits (as in one asv run); records every call."""
@@ -216,9 +219,10 @@ def test_a_confirmed_step_is_bisected_between_the_re_measured_commits_and_moved_
 
     monkeypatch.setattr(bisect, "between", lambda repo, branch, older, newer: [_hash(i) for i in range(11, 14)])
     truth = {_hash(i): 1.0e-3 for i in range(12)} | {_hash(12): 1.0e-3, _hash(13): 1.3e-3}
-    bench = SimpleNamespace(repo=None, branch="main", beside=lambda target, commit, reference, label, **order: (
-        truth[commit], truth[reference]))
-    report = _check(suspect, Remeasure(1.3), bisect=lambda session, alert, seconds: bisect.locate(session, alert, bench))
+    bench = SimpleNamespace(repo=None, branch="main", machine=BOX,
+                            beside=lambda target, commit, reference, label, **order: (truth[commit], truth[reference]))
+    report = _check(suspect, Remeasure(1.3),
+                    bisect=lambda session, alert, seconds: bisect.locate(session, alert, bench))
     (found,) = report.findings
     assert found.state == "new" and found.commit.hash == _hash(13) and found.culprit.hash == _hash(13)
     assert found.previous.hash == _hash(12) and found.bisection["moved_from"] == _hash(12)
@@ -246,8 +250,8 @@ def test_where_bisection_cannot_tell_the_alert_goes_to_the_first_commit_measured
         before, after = bisect.levels(alert)
         middle = (before * after) ** 0.5 / after  # read beside 13, exactly between the levels
         ratio = {_hash(11): middle, _hash(12): middle, _hash(13): 1.0}
-        bench = SimpleNamespace(repo=None, branch="main", beside=lambda target, commit, reference, label, **order: (
-            ratio[commit], 1.0))
+        bench = SimpleNamespace(repo=None, branch="main", machine=BOX,
+                                beside=lambda target, commit, reference, label, **order: (ratio[commit], 1.0))
         return bisect.locate(session, alert, bench)
 
     report = _check(suspect, Remeasure(1.3), bisect=locate)
@@ -306,8 +310,9 @@ def test_the_bisect_command_names_the_culprit_and_exits_by_what_it_found(suspect
     middle = (before * after) ** 0.5  # exactly between the levels: never told
     for truth, status in (({_hash(11): before, _hash(12): before}, 0), ({_hash(11): middle, _hash(12): middle}, 1)):
         truth |= {_hash(10): before, _hash(13): after}
-        bench = SimpleNamespace(repo=None, branch="main", beside=lambda target, commit, reference, label, _t=truth,
-                                **order: (_t[commit], _t[reference]))
+        bench = SimpleNamespace(repo=None, branch="main", machine=BOX,
+                                beside=lambda target, commit, reference, label, _t=truth, **order: (
+                                    _t[commit], _t[reference]))
         monkeypatch.setattr(command, "bench", lambda found_project, profile, _b=bench: _b)
         capsys.readouterr()
         assert cli.main(["bisect", str(found.id), "--db", suspect.url, "--project", str(project)]) == status
@@ -316,6 +321,11 @@ def test_the_bisect_command_names_the_culprit_and_exits_by_what_it_found(suspect
         assert ("could not tell which commit" in out) == (status == 1), out
     assert cli.main(["bisect", str(found.id), "--budget", "0", "--db", suspect.url, "--project", str(project)]) == 2
     assert capsys.readouterr().err.strip().endswith("--budget must be a positive number of seconds, got 0")
+    elsewhere = SimpleNamespace(repo=None, branch="main", machine=SimpleNamespace(name="elsewhere"))
+    monkeypatch.setattr(command, "bench", lambda found_project, profile: elsewhere)
+    assert cli.main(["bisect", str(found.id), "--db", suspect.url, "--project", str(project)]) == 2
+    assert capsys.readouterr().err.strip().endswith("measured on machine 'box'; only this machine's ('elsewhere') "
+                                                   "alerts are bisected here")
 
 
 def test_bisections_run_larger_steps_first_within_one_budget(sqlite_url, monkeypatch):
@@ -355,7 +365,7 @@ def test_a_bisection_the_budget_stopped_says_so_in_its_json_and_notes(suspect, m
         time.sleep(0.05)
         return 1.0e-3, 1.3e-3
 
-    bench = SimpleNamespace(repo=None, branch="main", beside=beside)
+    bench = SimpleNamespace(repo=None, branch="main", machine=BOX, beside=beside)
     report = _check(suspect, Remeasure(1.3),
                     bisect=lambda session, alert, seconds: bisect.locate(session, alert, bench, budget=0.12))
     (found,) = report.findings
@@ -364,3 +374,20 @@ def test_a_bisection_the_budget_stopped_says_so_in_its_json_and_notes(suspect, m
     assert "check" not in b and (b["first"], b["last"]) == (_hash(11), _hash(13))
     assert culprit(None, b) == (f"bisection could not tell: the step lies in {_hash(11)[:8]}..{_hash(13)[:8]} "
                                 f"(the budget of 0.12 s ran out)")
+
+
+def test_another_machines_alert_is_not_bisected_here(suspect, monkeypatch):
+    # a step of machine box's series may not be on this machine at all (a step that one CPU's
+    # instructions make is not on another's): nothing is measured, and the alert says why
+    from proofbench.analysis import bisect
+
+    monkeypatch.setattr(bisect, "between", lambda repo, branch, older, newer: [_hash(i) for i in range(11, 14)])
+    measured = []
+    bench = SimpleNamespace(repo=None, branch="main", machine=SimpleNamespace(name="elsewhere"),
+                            beside=lambda *args, **order: measured.append(args) or (1.0e-3, 1.3e-3))
+    report = _check(suspect, Remeasure(1.3),
+                    bisect=lambda session, alert, seconds: bisect.locate(session, alert, bench))
+    (found,) = report.findings
+    assert measured == [] and found.culprit is None
+    assert found.bisection == {"error": "measured on machine 'box'; only this machine's ('elsewhere') alerts are "
+                                        "bisected here"}

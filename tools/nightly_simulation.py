@@ -122,7 +122,7 @@ def _culprit(history: synth.History, first: int, last: int, got: Rounds, rng: np
     # the first commit at the new level among first+1..last, bisected on fresh runs, each read as
     # its ratio to a fresh run of `last` times the new level, as `bisect.beside` reads commits
     # (where it cannot tell, `bisect.settle` places it, as `bisect.locate` does)
-    levels = float(np.median(got.before)), float(np.median(got.after))
+    levels = bisection.rounds_levels(got.before, got.after)
 
     def measure(c: int, reference: int = last) -> float:
         return float(np.median(synth.run(history, int(c), rng)) / np.median(synth.run(history, int(reference), rng))

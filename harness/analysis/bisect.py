@@ -18,9 +18,9 @@ build or fails is skipped, said so, never built again, and its neighbour measure
 `git bisect skip` does. With a time budget, the search measures a commit only where the
 measurements it needs, and the check's first ones, fit in what is left at the pace of the
 slowest so far; where they do not, it stops, and the check, always made to its end, decides
-whether the range the search narrowed the step to holds (else the whole span is given). (asv's own `find` bisects too, but over
-the mean of every parameter set, with one measurement per commit and no way to say "cannot
-tell": a noisy value there silently picks the wrong half.)
+whether the range the search narrowed the step to holds (else the whole span is given). (asv's
+own `find` bisects too, but over the mean of every parameter set, with one measurement per
+commit and no way to say "cannot tell": a noisy value there silently picks the wrong half.)
 """
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ from proofbench import git
 from proofbench.analysis.shift import MAD_SD
 from proofbench.db.alerts import Alert
 from proofbench.db.models import Commit, Result
+from proofbench.errors import RunError
 from proofbench.pipeline.remeasure import Bench, Target, between
 
 TRIES = 9  # up to tries - 1 measurements of a commit beyond `runs` while its side cannot be told
@@ -292,7 +293,12 @@ def locate(session: Session, alert: Alert, bench: Bench, *, tries: int = TRIES, 
     """Bisect the commits of `alert`'s step (`span`), measuring each on this machine with
     `bench`, within `budget` seconds if given; stores what was found with the alert (`culprit`,
     and `bisection`: every measurement, the commits skipped, the seconds it took, and
-    `stopped: "budget"` where the budget ended it)."""
+    `stopped: "budget"` where the budget ended it). An alert of another machine's series is not
+    bisected here (RunError): its step may not be on this machine at all, as a step that one
+    CPU's instructions make is not on another's."""
+    if alert.machine.name != bench.machine.name:
+        raise RunError(f"measured on machine {alert.machine.name!r}; only this machine's "
+                       f"({bench.machine.name!r}) alerts are bisected here")
     target = Target.of(alert.benchmark.name, alert.params_key)
     started = time.monotonic()
     older, newer = span(alert)
@@ -407,11 +413,16 @@ def levels(alert: Alert) -> tuple[float, float]:
     the re-measurement's rounds where one was made (measured now, as the bisection's own values
     are; a suspected step's levels in the history rest on one or two points), else the alert's."""
     c = alert.confirmation or {}
-    before = [v for v in c.get("before_rounds") or () if v is not None]
-    after = [v for v in c.get("after_rounds") or () if v is not None]
-    if before and after:
-        return float(statistics.median(before)), float(statistics.median(after))
-    return alert.before, alert.after
+    return rounds_levels(c.get("before_rounds") or (), c.get("after_rounds") or ()) or (alert.before, alert.after)
+
+
+def rounds_levels(before_rounds: Sequence[float | None], after_rounds: Sequence[float | None]
+                  ) -> tuple[float, float] | None:
+    """The levels a re-measurement's rounds read: the median of each commit's values (None
+    where either commit has none)."""
+    before = [v for v in before_rounds if v is not None]
+    after = [v for v in after_rounds if v is not None]
+    return (float(statistics.median(before)), float(statistics.median(after))) if before and after else None
 
 
 def _spread(alert: Alert) -> float | None:

@@ -105,7 +105,7 @@ def _confirming(args: argparse.Namespace, found):
     from proofbench.machine.capture import capture
     from proofbench.pipeline.remeasure import Target
 
-    if args.confirm_rounds < 1 or args.confirm_budget < 0 or args.bisect_budget < 0:
+    if args.confirm_rounds < 1 or not args.confirm_budget >= 0 or not args.bisect_budget >= 0:  # NaN is neither
         raise InputError(f"--confirm-rounds must be at least 1 and --confirm-budget and --bisect-budget not "
                          f"negative, got {args.confirm_rounds}, {args.confirm_budget:g} and {args.bisect_budget:g}")
 

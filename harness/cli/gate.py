@@ -38,6 +38,10 @@ def handle(args: argparse.Namespace) -> int:
     from proofbench.profile import get_profile
     from proofbench.reports import gate as shown
 
+    if args.rounds < 1:
+        raise InputError(f"--rounds must be at least 1, got {args.rounds}")
+    if args.budget is not None and not args.budget >= 0:  # NaN is not >= 0 either
+        raise InputError(f"--budget must be a number of seconds, 0 or more, got {args.budget:g}")
     found = project(args)
     layout = Layout.of(found)
     repo = history.repository(layout)
