@@ -2,8 +2,9 @@
 
 An alert is a change point in one series (machine, environment, benchmark, parameters):
 the commit where the new level starts, its direction, the levels on either side and the
-test's p-value, as the check that first found it saw them. An alert never moves and never
-vanishes: later checks that find the same step again only mark it seen; it is closed
+test's p-value, as the check that first found it saw them. An alert never vanishes, and moves
+only where bisection finds its first bad commit elsewhere (`move`): later checks that find the
+same step again only mark it seen; it is closed
 (`resolved`) when a later step in the opposite direction brings the level back. A step the
 history cannot decide yet is kept as `suspected` until a re-measurement confirms it (it becomes
 `open`) or drops it (`dropped`, remembered so that it is not measured again every night). People
@@ -18,7 +19,7 @@ from typing import Any
 from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint, select
 from sqlalchemy.orm import Mapped, Session, mapped_column, relationship
 
-from proofbench.db.models import Base, Benchmark, Commit, Environment, Machine, now
+from proofbench.db.models import Base, Benchmark, Commit, Environment, Machine, Result, now
 from proofbench.errors import InputError
 
 
@@ -140,3 +141,38 @@ def find(session: Session, alert_id: int) -> Alert:
         known = session.scalars(select(Alert.id).order_by(Alert.id.desc()).limit(5)).all()
         raise InputError(f"no alert {alert_id}; the newest are {', '.join(map(str, known)) or 'none'}")
     return alert
+
+
+def move(session: Session, alert: Alert, commits: list[str], culprit: str, since: str) -> str | None:
+    """Put `alert` at the first measured commit at or after `culprit` (of `commits`, in history
+    order), its previous commit the last measured one before `since` (the first commit that may
+    have made the step: the culprit, or the first of a range bisection could not narrow), where
+    the history had placed it elsewhere; returns the commit it was at (None: it stays, and only
+    its previous commit may move back to the last measured one before `since`)."""
+    rows = session.execute(select(Commit.hash, Commit.id).join(Result, Result.commit_id == Commit.id).where(
+        Result.machine_id == alert.machine_id, Result.environment_id == alert.environment_id,
+        Result.benchmark_id == alert.benchmark_id, Result.params_key == alert.params_key,
+        Result.value.is_not(None), Commit.hash.in_(commits))).all()
+    measured = {h: i for h, i in rows}
+    at = commits.index(culprit)
+    after = next((measured[c] for c in commits[at:] if c in measured), None)
+    before = next((measured[c] for c in reversed(commits[:commits.index(since)]) if c in measured), None)
+    if after is None:
+        return None
+    if after == alert.commit_id:  # it stays; what it says lies before the step may widen
+        if before is not None and before != alert.previous_commit_id:
+            alert.previous_commit_id = before
+            session.flush()
+            session.expire(alert, ["previous_commit"])
+        return None
+    taken = session.scalars(select(Alert.id).where(
+        Alert.machine_id == alert.machine_id, Alert.environment_id == alert.environment_id,
+        Alert.benchmark_id == alert.benchmark_id, Alert.params_key == alert.params_key,
+        Alert.direction == alert.direction, Alert.commit_id == after, Alert.id != alert.id)).first()
+    if taken is not None:  # another alert already stands there: this one keeps its place
+        return None
+    moved = alert.commit.hash
+    alert.commit_id, alert.previous_commit_id = after, before
+    session.flush()
+    session.expire(alert, ["commit", "previous_commit"])
+    return moved

@@ -62,7 +62,7 @@ def confirmation(c: dict | None) -> str:
     interval = (f"x{c['ratio']:.3g} [{c['low']:.3g}, {c['high']:.3g}]" if c.get("ratio") is not None
                 and c.get("low") is not None and c.get("high") is not None else "no interval")
     p = f", p={c['p_value']:.2g}" if c.get("p_value") is not None else ""
-    where = f" of {c['before_commit'][:8]} vs {c['after_commit'][:8]}" if c.get("before_commit") else ""
+    where = f" ({c['before_commit'][:8]} vs {c['after_commit'][:8]})" if c.get("before_commit") else ""
     what = "the history's step re-measured at its neighbours" if c.get("asked") == "decided" else "re-measured"
     return (f"{what}{where}: {c['outcome']} ({str(c.get('reason', '')).replace('_', ' ')}), {interval}{p}, "
             f"{c.get('rounds', 0)} paired round(s) in {c.get('seconds', 0):.0f} s")

@@ -105,7 +105,7 @@ def test_a_step_the_history_decides_is_raised_when_its_neighbours_measured_again
     found = report.findings[0]
     c = found.confirmation
     assert (c["asked"], c["outcome"], c["reason"]) == ("decided", "confirmed", "step")
-    assert confirmation(c).startswith(f"the history's step re-measured at its neighbours of {c['before_commit'][:8]}")
+    assert confirmation(c).startswith(f"the history's step re-measured at its neighbours ({c['before_commit'][:8]} vs")
     # its neighbours, not the newest commit: a slow drift since the step confirms nothing
     ((_, _, before, after),) = remeasure.calls
     assert (before, after) == (_hash(found.commit.rank - 2), _hash(found.commit.rank + 1))
@@ -164,7 +164,7 @@ def test_the_text_report_says_what_re_measuring_found(suspect, capsys):
     from test_check import _check as check_command
     check_command(suspect.url, "--no-confirm", fmt="text")
     out = capsys.readouterr().out
-    assert "re-measured of" in out and "confirmed (step)" in out and "paired round(s)" in out
+    assert "re-measured (" in out and "confirmed (step)" in out and "paired round(s)" in out
 
 
 def test_the_notes_name_the_culprit_or_the_range_bisection_left():

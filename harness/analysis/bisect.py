@@ -38,8 +38,8 @@ from sqlalchemy.orm import Session
 
 from proofbench import git
 from proofbench.analysis.shift import MAD_SD
-from proofbench.db.alerts import Alert
-from proofbench.db.models import Commit, Result
+from proofbench.db.alerts import Alert, move
+from proofbench.db.models import Commit
 from proofbench.errors import RunError
 from proofbench.pipeline.remeasure import Bench, Target, between
 
@@ -321,7 +321,7 @@ def locate(session: Session, alert: Alert, bench: Bench, *, tries: int = TRIES, 
                                     "held": found.check.held, "steps": _steps_json(found.check.steps)}
     alert.culprit = _commit(session, bench, found.culprit) if found.culprit else None
     if older is not None:
-        moved = _replace(session, alert, [older, *commits], settle(found), found.first)
+        moved = move(session, alert, [older, *commits], settle(found), found.first)
         if moved:
             alert.bisection = {**alert.bisection, "moved_from": moved}
     return found
@@ -340,41 +340,6 @@ def settle(found: Bisection) -> str:
     the alert named the commit before the one that made it (in the nightly simulation, 91.7% of
     10% regressions flagged by the second night where the alert stayed, 89.7%)."""
     return found.culprit if found.culprit is not None else found.last
-
-
-def _replace(session: Session, alert: Alert, commits: list[str], culprit: str, since: str) -> str | None:
-    """Put `alert` at the first measured commit at or after `culprit` (of `commits`, in history
-    order), its previous commit the last measured one before `since` (the first commit that may
-    have made the step: the culprit, or the first of a range bisection could not narrow), where
-    the history had placed it elsewhere; returns the commit it was at (None: it stays, and only
-    its previous commit may move back to the last measured one before `since`)."""
-    rows = session.execute(select(Commit.hash, Commit.id).join(Result, Result.commit_id == Commit.id).where(
-        Result.machine_id == alert.machine_id, Result.environment_id == alert.environment_id,
-        Result.benchmark_id == alert.benchmark_id, Result.params_key == alert.params_key,
-        Result.value.is_not(None), Commit.hash.in_(commits))).all()
-    measured = {h: i for h, i in rows}
-    at = commits.index(culprit)
-    after = next((measured[c] for c in commits[at:] if c in measured), None)
-    before = next((measured[c] for c in reversed(commits[:commits.index(since)]) if c in measured), None)
-    if after is None:
-        return None
-    if after == alert.commit_id:  # it stays; what it says lies before the step may widen
-        if before is not None and before != alert.previous_commit_id:
-            alert.previous_commit_id = before
-            session.flush()
-            session.expire(alert, ["previous_commit"])
-        return None
-    taken = session.scalars(select(Alert.id).where(
-        Alert.machine_id == alert.machine_id, Alert.environment_id == alert.environment_id,
-        Alert.benchmark_id == alert.benchmark_id, Alert.params_key == alert.params_key,
-        Alert.direction == alert.direction, Alert.commit_id == after, Alert.id != alert.id)).first()
-    if taken is not None:  # another alert already stands there: this one keeps its place
-        return None
-    moved = alert.commit.hash
-    alert.commit_id, alert.previous_commit_id = after, before
-    session.flush()
-    session.expire(alert, ["commit", "previous_commit"])
-    return moved
 
 
 def beside(bench: Bench, target: Target, reference: str, level: float) -> Callable[..., float | None]:
