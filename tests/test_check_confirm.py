@@ -136,7 +136,7 @@ def test_an_inconclusive_re_measurement_leaves_it_suspected(suspect):
 
 def test_a_spent_budget_leaves_it_suspected_and_says_so(suspect):
     report = _check(suspect, Remeasure(1.3), budget=0.0)
-    assert "budget (0 s) was spent" in report.findings[0].confirmation["reason"]
+    assert report.findings[0].confirmation["reason"] == "the confirmation budget is 0 s: no time to measure"
 
 
 def test_an_acknowledged_regression_no_longer_fails_and_withdrawing_it_does(suspect, capsys):
@@ -391,3 +391,12 @@ def test_another_machines_alert_is_not_bisected_here(suspect, monkeypatch):
     assert measured == [] and found.culprit is None
     assert found.bisection == {"error": "measured on machine 'box'; only this machine's ('elsewhere') alerts are "
                                         "bisected here"}
+
+
+def test_a_bisection_budget_of_nothing_says_there_was_no_time(sqlite_url):
+    h = History(sqlite_url)
+    h.nights(0, 12, {TIME: 1.0e-3})
+    h.nights(12, 24, {TIME: 1.3e-3})
+    asked = []
+    report = _check(h, None, bisect=lambda session, alert, seconds: asked.append(alert), bisect_budget=0)
+    assert asked == [] and report.findings[0].bisection == {"error": "the bisection budget is 0 s: no time to measure"}

@@ -256,7 +256,7 @@ def settle(suspects: list[Suspected], confirming: Confirming,
             continue  # not measured again: the history's word stands, as without confirmation
         if confirming.remeasure is None or left <= 0:
             reason = NO_CONFIRM if confirming.remeasure is None else \
-                f"the confirmation budget ({confirming.budget:g} s) was spent on other series"
+                spent("confirmation", confirming.budget, "series", confirming.budget > 0)
             alert.confirmation = stored(None, reason=reason, asked=asked)
             continue
         got, decision = _looks(confirming.remeasure, s, cp, started + confirming.budget,
@@ -337,13 +337,20 @@ def bisect_new(session: Session, alerts: list[Alert], confirming: Confirming) ->
     for alert in sorted(alerts, key=_alert_size, reverse=True) if confirming.bisect is not None else ():
         left = confirming.bisect_budget - (time.monotonic() - started)
         if left <= 0:
-            alert.bisection = {"error": f"the bisection budget ({confirming.bisect_budget:g} s) was spent on "
-                                        f"other regressions"}
+            alert.bisection = {"error": spent("bisection", confirming.bisect_budget, "regressions",
+                                              confirming.bisect_budget > 0)}
             continue
         try:
             confirming.bisect(session, alert, left)
         except ProofbenchError as exc:
             alert.bisection = {"error": str(exc)}
+
+
+def spent(what: str, budget: float, others: str, on_others: bool) -> str:
+    """Why a step was not measured: the `what` budget was spent on `others`, or (`on_others`
+    false) it had no time to give at all."""
+    return (f"the {what} budget ({budget:g} s) was spent on other {others}" if on_others else
+            f"the {what} budget is {budget:g} s: no time to measure")
 
 
 def _alert_size(alert: Alert) -> float:
