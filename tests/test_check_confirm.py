@@ -18,7 +18,6 @@ from proofbench.analysis.confirm import NO_CONFIRM, Confirming, Rounds
 from proofbench.db.alerts import Alert, answer, withdraw
 from proofbench.reports.check import confirmation
 
-
 BOX = SimpleNamespace(name="box")  # the machine the fake benches measure on: that of History's series
 
 
