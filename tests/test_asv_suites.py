@@ -25,8 +25,7 @@ from proofbench.db.models import Benchmark, Commit, IngestedFile, Machine, Resul
 from proofbench.db.session import connect
 from tools.real_data import shared_data
 
-# Resolved as <checkout>/../shared/data (what CI has beside the checkout), falling back to
-# /work/shared/data only where that exists (a worktree under /work/wt/<name> has no ../shared).
+# <checkout>/../shared/data (what CI has beside the checkout), or $PROOFBENCH_SHARED_DATA.
 DATA = shared_data()
 SETS = {"blas": "results", "conda": "results", "plasmapy": "plasmapy-benchmarks/results"}  # inside each archive
 needs_data = pytest.mark.skipif(DATA is None or not (DATA / "asv-results").is_dir(),

@@ -224,7 +224,7 @@ def real(out: dict) -> None:
     """The detector at its defaults on TCPD and django, into `out` and printed."""
     root = real_data.shared_data()
     if root is None:
-        print("\nreal data: shared/data not found beside the checkout nor at /work/shared/data")
+        print("\nreal data: ../shared/data not found beside the checkout (or set PROOFBENCH_SHARED_DATA)")
         return
     indexes = lambda values: [c.index for c in detect(values)]  # noqa: E731
     t = real_data.tcpd(indexes, root / "tcpd")

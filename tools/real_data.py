@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import lzma
 import math
+import os
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -22,12 +23,11 @@ MARGIN = 5
 
 
 def shared_data() -> Path | None:
-    """../shared/data beside the checkout (what CI has), else /work/shared/data; None if neither."""
-    here = Path(__file__).resolve().parent.parent
-    for base in (here.parent / "shared" / "data", Path("/work/shared/data")):
-        if base.is_dir():
-            return base
-    return None
+    """The other projects' data: $PROOFBENCH_SHARED_DATA where set, else ../shared/data beside
+    the checkout (what CI has); None where that is not a directory."""
+    named = os.environ.get("PROOFBENCH_SHARED_DATA")
+    base = Path(named) if named else Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+    return base if base.is_dir() else None
 
 
 def _matched(truth: set[int], found: set[int], margin: int) -> int:
