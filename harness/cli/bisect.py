@@ -15,7 +15,7 @@ def add_parser(sub) -> None:
                         "its side cannot be told (the side's odds short of 99 to 1; default 9: up to 10 runs)")
     parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                         help="most seconds to measure for (default: no bound); where it runs out the bisection "
-                        "gives the range it narrowed the step to")
+                        "gives the range it narrowed the step to, if its check holds")
     parser.add_argument("--profile", default=None, help="the profile the commits are measured with")
     add_db_option(parser)
     parser.set_defaults(handler=handle)

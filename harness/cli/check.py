@@ -41,7 +41,7 @@ def add_parser(sub) -> None:
                         "the commits no run measured (see proofbench bisect)")
     parser.add_argument("--bisect-budget", type=float, default=1200.0, metavar="SECONDS",
                         help="most seconds spent bisecting new regressions, larger steps first (default 1200); "
-                        "where it runs out a bisection gives the range it narrowed the step to")
+                        "where it runs out a bisection gives the range it narrowed the step to, if its check holds")
     parser.add_argument("--profile", default=None, help="the profile re-measurements run with (default: the "
                         "project's default)")
     parser.add_argument("--markdown-out", type=Path, default=None, metavar="PATH",
