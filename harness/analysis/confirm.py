@@ -256,7 +256,7 @@ def settle(suspects: list[Suspected], confirming: Confirming,
             continue  # not measured again: the history's word stands, as without confirmation
         if confirming.remeasure is None or left <= 0:
             reason = NO_CONFIRM if confirming.remeasure is None else \
-                spent("confirmation", confirming.budget, "series", confirming.budget > 0)
+                spent("confirmation", confirming.budget, "series")
             alert.confirmation = stored(None, reason=reason, asked=asked)
             continue
         got, decision = _looks(confirming.remeasure, s, cp, started + confirming.budget,
@@ -337,8 +337,7 @@ def bisect_new(session: Session, alerts: list[Alert], confirming: Confirming) ->
     for alert in sorted(alerts, key=_alert_size, reverse=True) if confirming.bisect is not None else ():
         left = confirming.bisect_budget - (time.monotonic() - started)
         if left <= 0:
-            alert.bisection = {"error": spent("bisection", confirming.bisect_budget, "regressions",
-                                              confirming.bisect_budget > 0)}
+            alert.bisection = {"error": spent("bisection", confirming.bisect_budget, "regressions")}
             continue
         try:
             confirming.bisect(session, alert, left)
@@ -346,10 +345,10 @@ def bisect_new(session: Session, alerts: list[Alert], confirming: Confirming) ->
             alert.bisection = {"error": str(exc)}
 
 
-def spent(what: str, budget: float, others: str, on_others: bool) -> str:
-    """Why a step was not measured: the `what` budget was spent on `others`, or (`on_others`
-    false) it had no time to give at all."""
-    return (f"the {what} budget ({budget:g} s) was spent on other {others}" if on_others else
+def spent(what: str, budget: float, others: str) -> str:
+    """Why a step was not measured: the `what` budget was spent on other `others`, or, where it
+    is 0 s, it had no time to give at all."""
+    return (f"the {what} budget ({budget:g} s) was spent on other {others}" if budget > 0 else
             f"the {what} budget is {budget:g} s: no time to measure")
 
 
