@@ -278,6 +278,18 @@ def test_a_check_never_told_at_the_old_level_gives_the_whole_range(read, told):
     assert not found.check.held and found.check.steps[-1].side is told
 
 
+def test_a_check_round_that_fails_once_is_run_again_and_twice_gives_up():
+    # both commits of the check built before (the search measured them), so one failed round is
+    # the machine's: run again, the check holds and names the culprit; a second failure ends it
+    for failures, held in ((1, True), (2, False)):
+        rounds = iter([None] * failures + [1.0] * 9)
+        found = bisect(_against(6, 0.0, np.random.default_rng(0)), COMMITS, 1.0, 1.1, runs=2, spread=0.02,
+                       check=lambda commit, reference: next(rounds), older="base")
+        assert found.check.held is held and (found.culprit == "c06") is held
+        assert [s.side for s in found.check.steps][:failures] == [Side.FAILED] * failures
+        assert len(found.check.steps) == failures + (2 if held else 0)
+
+
 def test_a_commit_that_failed_is_not_built_again():
     # c04 fails as the first middle; the search comes back to it between c03 and c05: the step
     # lies in c04..c05, and c04 was built once and is listed once
@@ -326,6 +338,45 @@ def test_a_budget_stops_the_search_where_the_next_commit_and_the_check_would_not
     assert clock.now == 6
     unbounded = bisect(read, COMMITS, 1.0, 1.1, runs=2, spread=0.02, check=read, older="base", clock=clock)
     assert unbounded.culprit == "c07" and not unbounded.out_of_time
+
+
+class _BuildingClock(_Clock):
+    """A clock where a commit's first read also builds it: `build` seconds more."""
+
+    def __init__(self, build: float) -> None:
+        super().__init__()
+        self.build, self.built = build, set()
+
+    def timed(self, read):
+        def run(commit, *args):
+            self.now += self.seconds + (self.build if commit not in self.built else 0.0)
+            self.built.add(commit)
+            return read(commit, *args)
+        return run
+
+
+def test_a_budget_paces_a_commits_first_read_which_builds_it_apart_from_the_reads_of_built_ones():
+    # a first read takes 3 s (its build), a later one 1 s: c04 and c06 take 4 s each, and c07's
+    # two reads (4 s) and the check's two (built commits: 2 s) still fit in 14 s, so the culprit is
+    # named within the budget. At the pace of the slowest read (3 s), c06's two and the check's
+    # would have needed 12 s more after c04's 4 and the search would have stopped at c05..c09.
+    # Within 13 s, c07 does not fit after 8 s: the range c07..c09, checked.
+    clock = _BuildingClock(build=2.0)
+    read = clock.timed(_against(7, 0.0, np.random.default_rng(0)))
+    found = bisect(read, COMMITS, 1.0, 1.1, runs=2, spread=0.02, check=read, older="base", budget=14, clock=clock)
+    assert found.culprit == "c07" and not found.out_of_time and found.check.held
+    assert [s.commit for s in found.steps] == ["c04", "c04", "c06", "c06", "c07", "c07"]
+    assert clock.now == 14
+    tighter = bisect(read, COMMITS, 1.0, 1.1, runs=2, spread=0.02, check=read, older="base", budget=13,
+                     clock=_restarted(clock))
+    assert tighter.out_of_time and (tighter.first, tighter.last) == ("c07", "c09") and tighter.check.held
+    assert clock.now == 10
+
+
+def _restarted(clock: _BuildingClock) -> _BuildingClock:
+    # the same clock at 0, no commit built: for a second bisection with `read` (timed by `clock`)
+    clock.now, clock.built = 0.0, set()
+    return clock
 
 
 def test_the_check_is_made_to_its_end_past_the_budget_and_a_range_it_does_not_hold_is_not_given():

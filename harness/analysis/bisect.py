@@ -13,14 +13,16 @@ where nothing says how far values stray, by the side of their median, unless too
 of the step. A commit still not told stops the bisection, which says which commits the step lies
 among. What the search ends with is checked in one frame (`bisect`'s `check`): the commit told
 before the step nearest it, read beside the first told after it, must be told at the old level;
-if not, some tell was wrong, and the bisection gives the whole span. A commit that does not
-build or fails is skipped, said so, never built again, and its neighbour measured instead, as
-`git bisect skip` does. With a time budget, the search measures a commit only where the
-measurements it needs, and the check's first ones, fit in what is left at the pace of the
-slowest so far; where they do not, it stops, and the check, always made to its end, decides
-whether the range the search narrowed the step to holds (else the whole span is given). (asv's
-own `find` bisects too, but over the mean of every parameter set, with one measurement per
-commit and no way to say "cannot tell": a noisy value there silently picks the wrong half.)
+if not, some tell was wrong, and the bisection gives the whole span (a round of the check that
+fails is run once more: both commits built before). A commit that does not build or fails is
+skipped, said so, never built again, and its neighbour measured instead, as `git bisect skip`
+does. With a time budget, the search measures a commit only where the measurements it needs, and
+the check's first ones, fit in what is left at the pace so far (a commit's first measurement,
+which builds it, paced apart from a built one's, each by the slowest); where they do not, it
+stops, and the check, always made to its end, decides whether the range the search narrowed the
+step to holds (else the whole span is given). (asv's own `find` bisects too, but over the mean of
+every parameter set, with one measurement per commit and no way to say "cannot tell": a noisy
+value there silently picks the wrong half.)
 """
 from __future__ import annotations
 
@@ -47,6 +49,7 @@ TRIES = 9  # up to tries - 1 measurements of a commit beyond `runs` while its si
 RUNS = 2  # measurements of each commit before its side is decided, by `locate`
 UNSURE = 0.25  # without a spread, a median within this share of the step's (log) size of its middle cannot be told
 WRONG = 0.01  # with a spread, a side is told once the odds against it are this low
+AGAIN = 1  # failed rounds the check runs again: its commits built before, so one failure is the machine's, not theirs
 WILD = 6.0  # a confirmation round this many robust standard deviations off the others' median is left out of the spread
 
 
@@ -97,28 +100,33 @@ class Bisection:
 
 
 class _Budget:
-    # Seconds a bisection's search may measure for (None: no bound), read against the pace of
-    # the slowest measurement so far.
+    # Seconds a bisection's search may measure for (None: no bound), read against two paces: the
+    # slowest first measurement of a commit (which builds it) and the slowest later one (built).
 
     def __init__(self, seconds: float | None, clock: Callable[[], float]) -> None:
         self.seconds, self.clock = seconds, clock
-        self.started, self.slowest, self.ran_out = clock(), 0.0, False
+        self.started, self.ran_out = clock(), False
+        self.pace, self.read = {True: 0.0, False: 0.0}, set()  # the slowest first (True) and later reads
 
     def timed(self, read: Callable[..., float | None]) -> Callable[..., float | None]:
-        def run(*args: str) -> float | None:
-            began = self.clock()
+        def run(commit: str, *args: str) -> float | None:
+            began, fresh = self.clock(), commit not in self.read
+            self.read.add(commit)
             try:
-                return read(*args)
+                return read(commit, *args)
             finally:
-                self.slowest = max(self.slowest, self.clock() - began)
+                self.pace[fresh] = max(self.pace[fresh], self.clock() - began)
         return run
 
-    def room(self, reads: int) -> bool:
-        # True where `reads` more measurements, each as long as the slowest so far, end within it
+    def room(self, reads: int, fresh: bool, reserve: int) -> bool:
+        # True where `reads` more measurements of one commit (`fresh`: none of it yet) and then
+        # `reserve` of built commits end within it; a pace not yet seen is read as the other
         if self.seconds is None:
             return True
         spent = self.clock() - self.started
-        fits = spent < self.seconds and spent + reads * self.slowest <= self.seconds
+        first, again = self.pace[True], self.pace[False] or self.pace[True]
+        need = (first + (reads - 1) * again if fresh else reads * again) + reserve * again
+        fits = spent < self.seconds and spent + need <= self.seconds
         self.ran_out |= not fits
         return fits
 
@@ -193,8 +201,8 @@ def bisect(measure: Callable[[str], float | None], commits: Sequence[str], befor
     search's last comparison on fresh runs: one tell on the wrong side names no culprit alone.
     With `budget` (seconds, on `clock`), the search measures a commit only while the `runs`
     measurements it needs (one, past those) and `runs` of the check's fit in what is left, at the
-    pace of the slowest so far (`Bisection.out_of_time` where they did not); the check is always
-    made to its end, so it may end after the budget by up to `tries` - 1 measurements."""
+    pace so far (a commit's first measurement, its build, paced apart; `Bisection.out_of_time`
+    where they did not); the check is always made to its end, past the budget if need be."""
     if not commits:
         raise ValueError("bisect needs at least one commit")
     timer = _Budget(budget, clock)
@@ -206,7 +214,7 @@ def bisect(measure: Callable[[str], float | None], commits: Sequence[str], befor
     while bad - good > 1:
         mid = (good + bad) // 2
         found = _measure_near(measure, commits, (mid, good, bad), (before, after, spread), (runs, tries), steps,
-                              skipped, lambda reads: timer.room(reads + reserve))
+                              skipped, partial(timer.room, reserve=reserve))
         if found is None:  # nothing between could be told: stop with the range
             break
         index, where = found
@@ -216,7 +224,7 @@ def bisect(measure: Callable[[str], float | None], commits: Sequence[str], befor
     if check is not None and lower is not None and (good >= 0 or bad < len(commits) - 1):  # something narrowed
         record: list[Step] = []
         told = _until_told(partial(check, lower, commits[bad]), lower, (before, after, spread), (runs, tries), record,
-                           lambda reads: True, steps)
+                           lambda reads, fresh: True, steps, again=AGAIN)
         checked = Check(lower, commits[bad], tuple(record), told is Side.BEFORE)
     held = checked is None or checked.held  # not held: any of the tells may have been on the wrong side
     first, last = (commits[good + 1], commits[bad]) if held else (commits[0], commits[-1])
@@ -238,22 +246,26 @@ def _measure_near(measure, commits, where, step, counts, steps, skipped, room):
     return None
 
 
-def _until_told(read, commit, step, counts, record, room, others=()):
-    # `commit` read with `read` until its side can be told (at least `runs` times, at most
-    # runs + tries - 1), each value recorded; FAILED at its first failure, UNSURE when never told,
-    # None where `room(n)` says the n measurements it needs at least do not fit in the time left.
-    # The spread is the largest of the given one and what repeated values in `record` and in
-    # `others` show.
+def _until_told(read, commit, step, counts, record, room, others=(), again=0):
+    # `commit` read with `read` until its side can be told (at least `runs` values, at most
+    # runs + tries - 1), each read recorded; FAILED at its first failure past `again` (each read
+    # again), UNSURE when never told, None where `room(n, fresh)` says the n measurements it needs
+    # do not fit in the time left. The spread is the largest of the given one and what repeated
+    # values in `record` and in `others` show.
     (before, after, spread), (runs, tries) = step, counts
     elsewhere = _within(others, before, after)  # `others` do not change while `commit` is read
     values: list[float] = []
-    for _ in range(runs + tries - 1):
-        if not room(max(runs - len(values), 1)):
+    failed = 0
+    while len(values) < runs + tries - 1:
+        if not room(max(runs - len(values), 1), not values):
             return None
         value = read()
         if side(value, before, after) is Side.FAILED:
             record.append(Step(commit, value, Side.FAILED))
-            return Side.FAILED
+            failed += 1
+            if failed > again:
+                return Side.FAILED
+            continue
         values.append(value)
         seen = [s for s in (spread, _within([*record, Step(commit, value, Side.UNSURE)], before, after), elsewhere)
                 if s is not None]
@@ -345,9 +357,9 @@ def settle(found: Bisection) -> str:
 def beside(bench: Bench, target: Target, reference: str, level: float) -> Callable[..., float | None]:
     """A commit's value as bisection reads it: measured in one round with `reference` (a commit
     at the new level; or `against`, the second argument: the commit a bisection's end is checked
-    beside), the order turning each time, and put on the levels' scale as its ratio
-    to the reference times the new `level`. Separate runs of one commit read a few percent apart
-    on a busy machine, half a 10% step; one round's two commits see the same machine. Where the
+    beside), the order turning each time, and put on the levels' scale as its ratio to the
+    reference times the new `level`. Separate runs of one commit read a few percent apart on a
+    busy machine, half a 10% step; one round's two commits see the same machine. Where the
     reference fails in a round, the commit's own value is taken as measured; where `against`
     fails, the round failed (the check's null is `against`'s own level, in that round)."""
     numbers = itertools.count()  # each measurement in a results directory of its own
