@@ -82,7 +82,9 @@ def checked(b: dict | None) -> str:
         return f"checked: {pair} read at the old level"
     told = (c.get("steps") or [{}])[-1].get("side")
     if told == "failed":
-        return f"checked: {pair} failed, so what the search ended with is not confirmed"
+        fails = sum(s.get("side") == "failed" for s in c["steps"])
+        return f"checked: {pair} failed{f' {fails} times' if fails > 1 else ''}, so what the search ended with " \
+               "is not confirmed"
     where = "at the new level" if told == "after" else "between the levels"
     return f"checked: {pair} read {where}, so a commit may have been told on the wrong side"
 

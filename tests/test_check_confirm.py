@@ -191,6 +191,10 @@ def test_the_notes_name_the_culprit_or_the_range_bisection_left():
     failed = {**wrong, "check": {**wrong["check"], "steps": [{"side": "failed"}]}}
     assert note_lines(None, None, failed, "")[0].endswith("checked: cccccccc beside d0b2acd2 failed, so what the "
                                                           "search ended with is not confirmed")
+    sides = [{"side": "failed"}, {"side": "unsure"}, {"side": "failed"}]  # run again once, then given up
+    twice = {**wrong, "check": {**wrong["check"], "steps": sides}}
+    assert note_lines(None, None, twice, "")[0].endswith("d0b2acd2 failed 2 times, so what the search ended with is "
+                                                         "not confirmed")
     assert note_lines(None, None, None, "") == []
 
 
