@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from proofbench.analysis.bisect import Side, bisect, rounds_spread, side, tell
+from proofbench.analysis.budget import Pace
 
 COMMITS = [f"c{i:02d}" for i in range(10)]
 
@@ -371,6 +372,28 @@ def test_a_budget_paces_a_commits_first_read_which_builds_it_apart_from_the_read
                      clock=_restarted(clock))
     assert tighter.out_of_time and (tighter.first, tighter.last) == ("c07", "c09") and tighter.check.held
     assert clock.now == 10
+
+
+def test_a_check_s_bisections_share_one_pace_so_a_build_one_saw_is_planned_for_by_the_next():
+    # the first bisection builds every commit it reads (3 s a first read, 1 s a later one); the
+    # second finds c04 still built (asv's cache keeps the last builds), so c04 reads 1 s twice. On
+    # its own pace it takes c06's build for 1 s: it starts c06, whose first read (3 s) leaves no
+    # room for its second, and the check ends past the 6.5 s, c06's build wasted. On the shared
+    # pace it plans c06 at 3 + 1 s, does not start it, and ends within the budget. Both give c05..c09.
+    pace = Pace()
+    first = _BuildingClock(build=2.0)
+    bisect(first.timed(_against(7, 0.0, np.random.default_rng(0))), COMMITS, 1.0, 1.1, runs=2, spread=0.02,
+           check=first.timed(_against(7, 0.0, np.random.default_rng(1))), older="base", budget=100, clock=first,
+           pace=pace)
+    assert (pace.first, pace.again) == (3.0, 1.0)
+    for shared, within in ((pace, True), (Pace(), False)):
+        cached = _BuildingClock(build=2.0)
+        cached.built.add("c04")
+        read = cached.timed(_against(7, 0.0, np.random.default_rng(0)))
+        found = bisect(read, COMMITS, 1.0, 1.1, runs=2, spread=0.02, check=read, older="base", budget=6.5,
+                       clock=cached, pace=shared)
+        assert (found.first, found.last) == ("c05", "c09") and found.check.held and found.out_of_time
+        assert (cached.now <= 6.5) is within and ("c06" in [s.commit for s in found.steps]) is not within
 
 
 def _restarted(clock: _BuildingClock) -> _BuildingClock:

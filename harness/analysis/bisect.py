@@ -39,6 +39,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from proofbench import git
+from proofbench.analysis.budget import Budget, Pace
 from proofbench.analysis.shift import MAD_SD
 from proofbench.db.alerts import Alert, move
 from proofbench.db.models import Commit
@@ -99,38 +100,6 @@ class Bisection:
     out_of_time: bool = False
 
 
-class _Budget:
-    # Seconds a bisection's search may measure for (None: no bound), read against two paces: the
-    # slowest first measurement of a commit (which builds it) and the slowest later one (built).
-
-    def __init__(self, seconds: float | None, clock: Callable[[], float]) -> None:
-        self.seconds, self.clock = seconds, clock
-        self.started, self.ran_out = clock(), False
-        self.pace, self.read = {True: 0.0, False: 0.0}, set()  # the slowest first (True) and later reads
-
-    def timed(self, read: Callable[..., float | None]) -> Callable[..., float | None]:
-        def run(commit: str, *args: str) -> float | None:
-            began, fresh = self.clock(), commit not in self.read
-            self.read.add(commit)
-            try:
-                return read(commit, *args)
-            finally:
-                self.pace[fresh] = max(self.pace[fresh], self.clock() - began)
-        return run
-
-    def room(self, reads: int, fresh: bool, reserve: int) -> bool:
-        # True where `reads` more measurements of one commit (`fresh`: none of it yet) and then
-        # `reserve` of built commits end within it; a pace not yet seen is read as the other
-        if self.seconds is None:
-            return True
-        spent = self.clock() - self.started
-        first, again = self.pace[True], self.pace[False] or self.pace[True]
-        need = (first + (reads - 1) * again if fresh else reads * again) + reserve * again
-        fits = spent < self.seconds and spent + need <= self.seconds
-        self.ran_out |= not fits
-        return fits
-
-
 def side(value: float | None, before: float, after: float) -> Side:
     """Which level `value` belongs to."""
     if value is None or not math.isfinite(value) or value <= 0 or before <= 0 or after <= 0:
@@ -186,7 +155,8 @@ def rounds_spread(before_rounds: Sequence[float | None], after_rounds: Sequence[
 def bisect(measure: Callable[[str], float | None], commits: Sequence[str], before: float, after: float, *,
            spread: float | None = None, tries: int = TRIES, runs: int = 1,
            check: Callable[[str, str], float | None] | None = None, older: str | None = None,
-           budget: float | None = None, clock: Callable[[], float] = time.monotonic) -> Bisection:
+           budget: float | None = None, clock: Callable[[], float] = time.monotonic, pace: Pace | None = None
+           ) -> Bisection:
     """Find the first commit of `commits` at the `after` level. `commits` are in history order;
     the last one is known to be at the new level (the step lies after the commit before the
     first, `older`, which is known to be at the old level). `measure(commit)` runs it once; each
@@ -201,11 +171,12 @@ def bisect(measure: Callable[[str], float | None], commits: Sequence[str], befor
     search's last comparison on fresh runs: one tell on the wrong side names no culprit alone.
     With `budget` (seconds, on `clock`), the search measures a commit only while the `runs`
     measurements it needs (one, past those) and `runs` of the check's fit in what is left, at the
-    pace so far (a commit's first measurement, its build, paced apart; `Bisection.out_of_time`
-    where they did not); the check is always made to its end, past the budget if need be."""
+    pace so far (`proofbench.analysis.budget`: a commit's first measurement, its build, paced
+    apart; `pace` where shared with other bisections; `Bisection.out_of_time` where they did not);
+    the check is always made to its end, past the budget if need be."""
     if not commits:
         raise ValueError("bisect needs at least one commit")
-    timer = _Budget(budget, clock)
+    timer = Budget(budget, clock, pace or Pace())
     measure = timer.timed(measure)
     reserve = runs if check is not None else 0  # the check's first measurements, kept room for
     good, bad = -1, len(commits) - 1  # indexes: last known before, first known after
@@ -301,11 +272,12 @@ def _outwards(mid: int, good: int, bad: int) -> list[int]:
 
 
 def locate(session: Session, alert: Alert, bench: Bench, *, tries: int = TRIES, runs: int = RUNS,
-           budget: float | None = None) -> Bisection:
+           budget: float | None = None, pace: Pace | None = None) -> Bisection:
     """Bisect the commits of `alert`'s step (`span`), measuring each on this machine with
-    `bench`, within `budget` seconds if given; stores what was found with the alert (`culprit`,
-    and `bisection`: every measurement, the commits skipped, the seconds it took, and
-    `stopped: "budget"` where the budget ended it). An alert of another machine's series is not
+    `bench`, within `budget` seconds if given (read against `pace`, shared by a check's
+    bisections); stores what was found with the alert (`culprit`, and `bisection`: every
+    measurement, the commits skipped, the seconds it took, and `stopped: "budget"` where the
+    budget ended it). An alert of another machine's series is not
     bisected here (RunError): its step may not be on this machine at all, as a step that one
     CPU's instructions make is not on another's."""
     if alert.machine.name != bench.machine.name:
@@ -322,7 +294,7 @@ def locate(session: Session, alert: Alert, bench: Bench, *, tries: int = TRIES, 
         read = beside(bench, target, newer, after)
         left = None if budget is None else budget - (time.monotonic() - started)
         found = bisect(read, commits, before, after, spread=spread, tries=tries, runs=runs, check=read, older=older,
-                       budget=left)
+                       budget=left, pace=pace)
     alert.bisection = {"between": len(commits), "first": found.first, "last": found.last, "levels": [before, after],
                        "spread": spread, "reference": newer, "steps": _steps_json(found.steps),
                        "skipped": list(found.skipped), "seconds": round(time.monotonic() - started, 3)}

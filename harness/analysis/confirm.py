@@ -46,6 +46,7 @@ from typing import Callable, Protocol
 
 from sqlalchemy.orm import Session
 
+from proofbench.analysis.budget import spent
 from proofbench.analysis.detect import ChangePoint
 from proofbench.analysis.series import Series
 from proofbench.db.alerts import Alert
@@ -343,13 +344,6 @@ def bisect_new(session: Session, alerts: list[Alert], confirming: Confirming) ->
             confirming.bisect(session, alert, left)
         except ProofbenchError as exc:
             alert.bisection = {"error": str(exc)}
-
-
-def spent(what: str, budget: float, others: str) -> str:
-    """Why a step was not measured: the `what` budget was spent on other `others`, or, where it
-    is 0 s, it had no time to give at all."""
-    return (f"the {what} budget ({budget:g} s) was spent on other {others}" if budget > 0 else
-            f"the {what} budget is {budget:g} s: no time to measure")
 
 
 def _alert_size(alert: Alert) -> float:
