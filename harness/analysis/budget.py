@@ -12,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+CONFIRM_BUDGET = 600.0  # seconds of re-measurement one check may spend confirming steps (check --confirm-budget)
+BISECT_BUDGET = 1200.0  # seconds one check may spend bisecting its new regressions (check --bisect-budget)
+
 
 @dataclass
 class Pace:
@@ -30,7 +33,7 @@ class Budget:
     seconds: float | None
     clock: Callable[[], float]
     pace: Pace = field(default_factory=Pace)
-    ran_out: bool = False
+    ran_out: bool = field(init=False, default=False)
     started: float = field(init=False)
     read: set[str] = field(init=False, default_factory=set)  # the commits measured in this bisection
 

@@ -46,7 +46,7 @@ from typing import Callable, Protocol
 
 from sqlalchemy.orm import Session
 
-from proofbench.analysis.budget import spent
+from proofbench.analysis.budget import BISECT_BUDGET, CONFIRM_BUDGET, spent
 from proofbench.analysis.detect import ChangePoint
 from proofbench.analysis.series import Series
 from proofbench.db.alerts import Alert
@@ -223,8 +223,6 @@ def _rule(direction: int, estimate: float, low: float, high: float, rounds: int,
 
 # --- the nightly check's confirmation step ------------------------------------------
 
-BUDGET = 600.0  # seconds of re-measurement one check may spend confirming steps
-BISECT_BUDGET = 1200.0  # seconds one check may spend bisecting its new regressions
 NO_CONFIRM = "confirmation is off (check --no-confirm)"
 Suspected = tuple[Alert, Series, ChangePoint]  # a step to measure again: its alert, series, tonight's change point
 
@@ -237,7 +235,7 @@ class Confirming:
     all of them within `bisect_budget` seconds."""
 
     remeasure: Remeasure | None = None
-    budget: float = BUDGET
+    budget: float = CONFIRM_BUDGET
     bisect: Callable[[Session, Alert, float], object] | None = None
     bisect_budget: float = BISECT_BUDGET
 

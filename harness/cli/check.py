@@ -10,6 +10,7 @@ import functools
 import json
 from pathlib import Path
 
+from proofbench.analysis.budget import BISECT_BUDGET, CONFIRM_BUDGET
 from proofbench.cli.common import add_db_option, engine, error_line, optional_project
 
 FORMATS = ("text", "json", "markdown")
@@ -33,15 +34,16 @@ def add_parser(sub) -> None:
                         help="look without recording this check (the next one still sees the same alerts as new)")
     parser.add_argument("--no-confirm", action="store_true", help="do not measure suspected steps again (they stay "
                         "suspected until the history decides them)")
-    parser.add_argument("--confirm-budget", type=float, default=600.0, metavar="SECONDS",
-                        help="most seconds spent measuring suspected steps again (default 600)")
+    parser.add_argument("--confirm-budget", type=float, default=CONFIRM_BUDGET, metavar="SECONDS",
+                        help=f"most seconds spent measuring suspected steps again (default {CONFIRM_BUDGET:g})")
     parser.add_argument("--confirm-rounds", type=int, default=6, metavar="N",
                         help="alternating rounds of the commit before and after a suspected step (default 6)")
     parser.add_argument("--bisect", action="store_true", help="find each new regression's first bad commit among "
                         "the commits no run measured (see proofbench bisect)")
-    parser.add_argument("--bisect-budget", type=float, default=1200.0, metavar="SECONDS",
-                        help="most seconds spent bisecting new regressions, larger steps first (default 1200); "
-                        "where it runs out a bisection gives the range it narrowed the step to, if its check holds")
+    parser.add_argument("--bisect-budget", type=float, default=BISECT_BUDGET, metavar="SECONDS",
+                        help=f"most seconds spent bisecting new regressions, larger steps first (default "
+                        f"{BISECT_BUDGET:g}); where it runs out a bisection gives the range it narrowed the step to, "
+                        "if its check holds")
     parser.add_argument("--profile", default=None, help="the profile re-measurements run with (default: the "
                         "project's default)")
     parser.add_argument("--markdown-out", type=Path, default=None, metavar="PATH",
