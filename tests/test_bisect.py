@@ -374,26 +374,35 @@ def test_a_budget_paces_a_commits_first_read_which_builds_it_apart_from_the_read
     assert clock.now == 10
 
 
-def test_a_check_s_bisections_share_one_pace_so_a_build_one_saw_is_planned_for_by_the_next():
-    # the first bisection builds every commit it reads (3 s a first read, 1 s a later one); the
-    # second finds c04 still built (asv's cache keeps the last builds), so c04 reads 1 s twice. On
-    # its own pace it takes c06's build for 1 s: it starts c06, whose first read (3 s) leaves no
-    # room for its second, and the check ends past the 6.5 s, c06's build wasted. On the shared
-    # pace it plans c06 at 3 + 1 s, does not start it, and ends within the budget. Both give c05..c09.
+def test_bisections_of_one_benchmark_share_a_pace_so_none_starts_a_build_it_has_no_room_to_finish():
+    # the first bisection learns that a first read takes 3 s (its build), a later one 1 s. With 6 s
+    # left, the next bisection of the benchmark, on that pace, does not start c04: its build and
+    # second read (4 s) and the check's two (4 s, the first building `older`) do not fit. On a
+    # pace of its own it knows nothing yet, builds c04 (3 s) and then finds no room for its second
+    # read: the same whole span, 3 s spent for nothing.
     pace = Pace()
     first = _BuildingClock(build=2.0)
-    bisect(first.timed(_against(7, 0.0, np.random.default_rng(0))), COMMITS, 1.0, 1.1, runs=2, spread=0.02,
-           check=first.timed(_against(7, 0.0, np.random.default_rng(1))), older="base", budget=100, clock=first,
-           pace=pace)
+    read = first.timed(_against(7, 0.0, np.random.default_rng(0)))
+    bisect(read, COMMITS, 1.0, 1.1, runs=2, spread=0.02, check=read, older="base", budget=100, clock=first, pace=pace)
     assert (pace.first, pace.again) == (3.0, 1.0)
-    for shared, within in ((pace, True), (Pace(), False)):
-        cached = _BuildingClock(build=2.0)
-        cached.built.add("c04")
-        read = cached.timed(_against(7, 0.0, np.random.default_rng(0)))
-        found = bisect(read, COMMITS, 1.0, 1.1, runs=2, spread=0.02, check=read, older="base", budget=6.5,
-                       clock=cached, pace=shared)
-        assert (found.first, found.last) == ("c05", "c09") and found.check.held and found.out_of_time
-        assert (cached.now <= 6.5) is within and ("c06" in [s.commit for s in found.steps]) is not within
+    for shared, spent in ((pace, 0.0), (Pace(), 3.0)):
+        clock = _BuildingClock(build=2.0)
+        read = clock.timed(_against(7, 0.0, np.random.default_rng(0)))
+        found = bisect(read, COMMITS, 1.0, 1.1, runs=2, spread=0.02, check=read, older="base", budget=6, clock=clock,
+                       pace=shared)
+        assert (found.first, found.last) == ("c00", "c09") and found.out_of_time and found.culprit is None
+        assert clock.now == spent and len(found.steps) == spent / 3
+
+
+def test_a_budget_keeps_room_for_the_build_of_the_commit_before_the_span_while_none_is_told_before():
+    # the step is at c00: every commit the search tells is after it, so the check reads `older`,
+    # which the search never read (its build, 3 s). Within 15 s the search stops at c00..c01
+    # rather than read c00 (4 s) and leave the check's 4 s past the budget
+    clock = _BuildingClock(build=2.0)
+    read = clock.timed(_against(0, 0.0, np.random.default_rng(0)))
+    found = bisect(read, COMMITS, 1.0, 1.1, runs=2, spread=0.02, check=read, older="base", budget=15, clock=clock)
+    assert (found.first, found.last) == ("c00", "c01") and found.out_of_time and found.check.held
+    assert found.check.before == "base" and clock.now <= 15
 
 
 def _restarted(clock: _BuildingClock) -> _BuildingClock:

@@ -13,6 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from test_check import RATE, TIME, History, _hash, check_json
 
+from proofbench.analysis.budget import Pace
 from proofbench.analysis.check import run_check
 from proofbench.analysis.confirm import NO_CONFIRM, Confirming, Rounds
 from proofbench.db.alerts import Alert, answer, withdraw
@@ -369,11 +370,13 @@ def test_a_bisection_the_budget_stopped_says_so_in_its_json_and_notes(suspect, m
         return 1.0e-3, 1.3e-3
 
     bench = SimpleNamespace(repo=None, branch="main", machine=BOX, beside=beside)
+    pace = Pace()  # as a check shares it between its bisections of one benchmark
     report = _check(suspect, Remeasure(1.3),
-                    bisect=lambda session, alert, seconds: bisect.locate(session, alert, bench, budget=0.12))
+                    bisect=lambda session, alert, seconds: bisect.locate(session, alert, bench, budget=0.12, pace=pace))
     (found,) = report.findings
     b = found.bisection
     assert (b["budget"], b["stopped"], len(b["steps"])) == (0.12, "budget", 1) and found.culprit is None
+    assert pace.first >= 0.05 and pace.again == 0.0  # what the next bisection would plan with
     assert "check" not in b and (b["first"], b["last"]) == (_hash(11), _hash(13))
     assert culprit(None, b) == (f"bisection could not tell: the step lies in {_hash(11)[:8]}..{_hash(13)[:8]} "
                                 f"(the budget of 0.12 s ran out)")

@@ -172,20 +172,21 @@ def bisect(measure: Callable[[str], float | None], commits: Sequence[str], befor
     With `budget` (seconds, on `clock`), the search measures a commit only while the `runs`
     measurements it needs (one, past those) and `runs` of the check's fit in what is left, at the
     pace so far (`proofbench.analysis.budget`: a commit's first measurement, its build, paced
-    apart; `pace` where shared with other bisections; `Bisection.out_of_time` where they did not);
-    the check is always made to its end, past the budget if need be."""
+    apart; `pace`, where given, shared with its benchmark's other bisections; `Bisection.out_of_time`
+    where they did not); the check is always made to its end, past the budget if need be."""
     if not commits:
         raise ValueError("bisect needs at least one commit")
     timer = Budget(budget, clock, pace or Pace())
-    measure = timer.timed(measure)
-    reserve = runs if check is not None else 0  # the check's first measurements, kept room for
+    measure, check = timer.timed(measure), None if check is None else timer.timed(check)
+    reserve = runs if check is not None else 0  # the check's first measurements, kept room for (with
+    # `older`'s build while no commit is told before the step: the check then reads it, unread here)
     good, bad = -1, len(commits) - 1  # indexes: last known before, first known after
     steps: list[Step] = []
     skipped: list[str] = []
     while bad - good > 1:
         mid = (good + bad) // 2
         found = _measure_near(measure, commits, (mid, good, bad), (before, after, spread), (runs, tries), steps,
-                              skipped, partial(timer.room, reserve=reserve))
+                              skipped, partial(timer.room, reserve=reserve, reserve_fresh=good < 0))
         if found is None:  # nothing between could be told: stop with the range
             break
         index, where = found
@@ -275,7 +276,7 @@ def locate(session: Session, alert: Alert, bench: Bench, *, tries: int = TRIES, 
            budget: float | None = None, pace: Pace | None = None) -> Bisection:
     """Bisect the commits of `alert`'s step (`span`), measuring each on this machine with
     `bench`, within `budget` seconds if given (read against `pace`, shared by a check's
-    bisections); stores what was found with the alert (`culprit`, and `bisection`: every
+    bisections of one benchmark); stores what was found with the alert (`culprit`, and `bisection`: every
     measurement, the commits skipped, the seconds it took, and `stopped: "budget"` where the
     budget ended it). An alert of another machine's series is not bisected here (RunError): its
     step may not be on this machine at all, as a step that one CPU's instructions make is not on

@@ -3,9 +3,11 @@ the words for a budget that left a step unmeasured.
 
 A measurement's length depends on whether its commit is built yet: the first of a commit builds
 and installs it (seconds to minutes for a real project), the later ones only run it. So a
-`Budget` paces the two apart, each by the slowest seen so far (`Pace`), and a check's bisections
-share one `Pace`: a bisection whose first commit asv still had built from the one before would
-otherwise take a build for a few seconds and plan past its budget.
+`Budget` paces the two apart, each by the slowest seen so far (`Pace`). The bisections of one
+benchmark in a check share one `Pace`: asv keeps the last builds, so a bisection whose first
+commit the one before had built would otherwise take a build for a few seconds and plan past its
+budget. Another benchmark's is not shared: one benchmark's round may last a hundred times
+another's.
 """
 from __future__ import annotations
 
@@ -19,20 +21,27 @@ BISECT_BUDGET = 1200.0  # seconds one check may spend bisecting its new regressi
 @dataclass
 class Pace:
     """The slowest measurements seen so far: a commit's first (`first`, its build included) and a
-    built commit's (`again`); the bisections of one check share one."""
+    built commit's (`again`)."""
 
     first: float = 0.0
     again: float = 0.0
 
+    def saw(self, took: float, fresh: bool) -> None:
+        """Take a measurement of `took` seconds, a commit's first where `fresh`."""
+        if fresh:
+            self.first = max(self.first, took)
+        else:
+            self.again = max(self.again, took)
+
 
 @dataclass
 class Budget:
-    """`seconds` a bisection's search may measure for (None: no bound) on `clock`, read against
-    `pace`; `ran_out` once something did not fit."""
+    """`seconds` a bisection may measure for (None: no bound) on `clock`, read against `pace`
+    (its benchmark's in a check, else its own); `ran_out` once something did not fit."""
 
     seconds: float | None
     clock: Callable[[], float]
-    pace: Pace = field(default_factory=Pace)
+    pace: Pace
     ran_out: bool = field(init=False, default=False)
     started: float = field(init=False)
     read: set[str] = field(init=False, default_factory=set)  # the commits measured in this bisection
@@ -48,24 +57,26 @@ class Budget:
             try:
                 return read(commit, *args)
             finally:
-                took = self.clock() - began
-                if fresh:
-                    self.pace.first = max(self.pace.first, took)
-                else:
-                    self.pace.again = max(self.pace.again, took)
+                self.pace.saw(self.clock() - began, fresh)
         return run
 
-    def room(self, reads: int, fresh: bool, reserve: int) -> bool:
+    def room(self, reads: int, fresh: bool, reserve: int, reserve_fresh: bool = False) -> bool:
         """True where `reads` more measurements of one commit (`fresh`: none of it yet) and then
-        `reserve` of built commits end within the budget; a pace not yet seen is read as the other."""
+        `reserve` more (the first of them a commit's first where `reserve_fresh`) end within the
+        budget. A built commit's pace not seen yet is read as a first measurement's."""
         if self.seconds is None:
             return True
+        first, again = self.pace.first, self.pace.again or self.pace.first
+        need = _reads(reads, fresh, first, again) + _reads(reserve, reserve_fresh, first, again)
         spent = self.clock() - self.started
-        first, again = self.pace.first or self.pace.again, self.pace.again or self.pace.first
-        need = (first + (reads - 1) * again if fresh else reads * again) + reserve * again
         fits = spent < self.seconds and spent + need <= self.seconds
         self.ran_out |= not fits
         return fits
+
+
+def _reads(n: int, fresh: bool, first: float, again: float) -> float:
+    # the seconds of `n` measurements of one commit, the first of them its build where `fresh`
+    return 0.0 if n < 1 else (first + (n - 1) * again if fresh else n * again)
 
 
 def spent(what: str, budget: float, others: str) -> str:

@@ -10,7 +10,7 @@ import functools
 import json
 from pathlib import Path
 
-from proofbench.analysis.budget import BISECT_BUDGET, CONFIRM_BUDGET
+from proofbench.analysis.budget import BISECT_BUDGET, CONFIRM_BUDGET, Pace
 from proofbench.cli.common import add_db_option, engine, error_line, optional_project
 
 FORMATS = ("text", "json", "markdown")
@@ -101,7 +101,6 @@ def _confirming(args: argparse.Namespace, found):
     # How suspected steps are measured again (and new regressions bisected): on this machine,
     # with the project's suite and repository; where either is missing each suspect says why.
     from proofbench.analysis import bisect
-    from proofbench.analysis.budget import Pace
     from proofbench.analysis.confirm import Confirming, Rounds
     from proofbench.cli.common import bench
     from proofbench.errors import InputError, ProofbenchError, RunError
@@ -140,13 +139,13 @@ def _confirming(args: argparse.Namespace, found):
         return Rounds(before, after, tuple(got.series(before, target)), tuple(got.series(after, target)),
                       got.seconds, got.stopped)
 
-    pace = Pace()  # one for all of this check's bisections: a build one saw, the next may not
+    paces: dict[str, Pace] = {}  # a benchmark's, for all its bisections tonight: a build one saw, the next may not
 
     def locate(session, alert, seconds):
         ready = suite()
         if isinstance(ready, str):
             raise RunError(ready)
-        return bisect.locate(session, alert, ready, budget=seconds, pace=pace)
+        return bisect.locate(session, alert, ready, budget=seconds, pace=paces.setdefault(alert.benchmark.name, Pace()))
 
     return Confirming(None if args.no_confirm else remeasure, args.confirm_budget, locate if args.bisect else None,
                       args.bisect_budget)
