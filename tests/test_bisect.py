@@ -358,13 +358,13 @@ class _BuildingClock(_Clock):
 
 def test_a_budget_paces_a_commits_first_read_which_builds_it_apart_from_the_reads_of_built_ones():
     # a first read takes 3 s (its build), a later one 1 s: c04 and c06 take 4 s each, and c07's
-    # two reads (4 s) and the check's two (built commits: 2 s) still fit in 14 s, so the culprit is
-    # named within the budget. At the pace of the slowest read (3 s), c06's two and the check's
-    # would have needed 12 s more after c04's 4 and the search would have stopped at c05..c09.
-    # Within 13 s, c07 does not fit after 8 s: the range c07..c09, checked.
+    # two reads (4 s) and the check's two (planned as a build and a read: 4 s) still fit in 16 s,
+    # so the culprit is named within the budget. At the pace of the slowest read (3 s), c07's two
+    # and the check's would have needed 12 s after 8 and the search would have stopped at
+    # c07..c09. Within 13 s, c07 does not fit after 8 s: the range c07..c09, checked.
     clock = _BuildingClock(build=2.0)
     read = clock.timed(_against(7, 0.0, np.random.default_rng(0)))
-    found = bisect(read, COMMITS, 1.0, 1.1, runs=2, spread=0.02, check=read, older="base", budget=14, clock=clock)
+    found = bisect(read, COMMITS, 1.0, 1.1, runs=2, spread=0.02, check=read, older="base", budget=16, clock=clock)
     assert found.culprit == "c07" and not found.out_of_time and found.check.held
     assert [s.commit for s in found.steps] == ["c04", "c04", "c06", "c06", "c07", "c07"]
     assert clock.now == 14
@@ -377,7 +377,7 @@ def test_a_budget_paces_a_commits_first_read_which_builds_it_apart_from_the_read
 def test_bisections_of_one_benchmark_share_a_pace_so_none_starts_a_build_it_has_no_room_to_finish():
     # the first bisection learns that a first read takes 3 s (its build), a later one 1 s. With 6 s
     # left, the next bisection of the benchmark, on that pace, does not start c04: its build and
-    # second read (4 s) and the check's two (4 s, the first building `older`) do not fit. On a
+    # second read (4 s) and the check's two (4 s, planned as a build and a read) do not fit. On a
     # pace of its own it knows nothing yet, builds c04 (3 s) and then finds no room for its second
     # read: the same whole span, 3 s spent for nothing.
     pace = Pace()
@@ -394,10 +394,11 @@ def test_bisections_of_one_benchmark_share_a_pace_so_none_starts_a_build_it_has_
         assert clock.now == spent and len(found.steps) == spent / 3
 
 
-def test_a_budget_keeps_room_for_the_build_of_the_commit_before_the_span_while_none_is_told_before():
-    # the step is at c00: every commit the search tells is after it, so the check reads `older`,
-    # which the search never read (its build, 3 s). Within 15 s the search stops at c00..c01
-    # rather than read c00 (4 s) and leave the check's 4 s past the budget
+def test_a_budget_keeps_room_for_a_build_in_the_check():
+    # asv keeps the last two builds (the reference's and the commit measured last), and the check
+    # reads two other commits, or one it has to build anew: here, with the step at c00, `older`,
+    # which the search never read (3 s). Within 15 s the search stops at c00..c01 rather than read
+    # c00 (4 s) and leave the check's 4 s past the budget
     clock = _BuildingClock(build=2.0)
     read = clock.timed(_against(0, 0.0, np.random.default_rng(0)))
     found = bisect(read, COMMITS, 1.0, 1.1, runs=2, spread=0.02, check=read, older="base", budget=15, clock=clock)

@@ -177,16 +177,15 @@ def bisect(measure: Callable[[str], float | None], commits: Sequence[str], befor
     if not commits:
         raise ValueError("bisect needs at least one commit")
     timer = Budget(budget, clock, pace or Pace())
-    measure, check = timer.timed(measure), None if check is None else timer.timed(check)
-    reserve = runs if check is not None else 0  # the check's first measurements, kept room for (with
-    # `older`'s build while no commit is told before the step: the check then reads it, unread here)
+    measure = timer.timed(measure)  # not the check: whether its commits are still built, it cannot tell
+    reserve = runs if check is not None else 0  # the check's first measurements, kept room for
     good, bad = -1, len(commits) - 1  # indexes: last known before, first known after
     steps: list[Step] = []
     skipped: list[str] = []
     while bad - good > 1:
         mid = (good + bad) // 2
         found = _measure_near(measure, commits, (mid, good, bad), (before, after, spread), (runs, tries), steps,
-                              skipped, partial(timer.room, reserve=reserve, reserve_fresh=good < 0))
+                              skipped, partial(timer.room, reserve=reserve))
         if found is None:  # nothing between could be told: stop with the range
             break
         index, where = found

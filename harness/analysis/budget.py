@@ -60,14 +60,16 @@ class Budget:
                 self.pace.saw(self.clock() - began, fresh)
         return run
 
-    def room(self, reads: int, fresh: bool, reserve: int, reserve_fresh: bool = False) -> bool:
+    def room(self, reads: int, fresh: bool, reserve: int) -> bool:
         """True where `reads` more measurements of one commit (`fresh`: none of it yet) and then
-        `reserve` more (the first of them a commit's first where `reserve_fresh`) end within the
-        budget. A built commit's pace not seen yet is read as a first measurement's."""
+        the check's first `reserve` end within the budget. The check's first is counted as a
+        build: asv keeps the last two builds, the reference and the commit measured last, and the
+        check measures two other commits, or one it has to build anew. A built commit's pace not
+        seen yet is read as a first measurement's."""
         if self.seconds is None:
             return True
         first, again = self.pace.first, self.pace.again or self.pace.first
-        need = _reads(reads, fresh, first, again) + _reads(reserve, reserve_fresh, first, again)
+        need = _reads(reads, fresh, first, again) + _reads(reserve, True, first, again)
         spent = self.clock() - self.started
         fits = spent < self.seconds and spent + need <= self.seconds
         self.ran_out |= not fits
