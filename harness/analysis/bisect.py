@@ -195,7 +195,7 @@ def bisect(measure: Callable[[str], float | None], commits: Sequence[str], befor
     if check is not None and lower is not None and (good >= 0 or bad < len(commits) - 1):  # something narrowed
         record: list[Step] = []
         told = _until_told(partial(check, lower, commits[bad]), lower, (before, after, spread), (runs, tries), record,
-                           lambda reads, fresh: True, steps, again=AGAIN)
+                           lambda reads, commit: True, steps, again=AGAIN)
         checked = Check(lower, commits[bad], tuple(record), told is Side.BEFORE)
     held = checked is None or checked.held  # not held: any of the tells may have been on the wrong side
     first, last = (commits[good + 1], commits[bad]) if held else (commits[0], commits[-1])
@@ -220,15 +220,15 @@ def _measure_near(measure, commits, where, step, counts, steps, skipped, room):
 def _until_told(read, commit, step, counts, record, room, others=(), again=0):
     # `commit` read with `read` until its side can be told (at least `runs` values, at most
     # runs + tries - 1), each read recorded; FAILED at its first failure past `again` (each read
-    # again), UNSURE when never told, None where `room(n, fresh)` says the n measurements it needs
-    # do not fit in the time left. The spread is the largest of the given one and what repeated
-    # values in `record` and in `others` show.
+    # again), UNSURE when never told, None where `room(n, commit)` says the n measurements it
+    # needs do not fit in the time left. The spread is the largest of the given one and what
+    # repeated values in `record` and in `others` show.
     (before, after, spread), (runs, tries) = step, counts
     elsewhere = _within(others, before, after)  # `others` do not change while `commit` is read
     values: list[float] = []
     failed = 0
     while len(values) < runs + tries - 1:
-        if not room(max(runs - len(values), 1), not values):
+        if not room(max(runs - len(values), 1), commit):
             return None
         value = read()
         if side(value, before, after) is Side.FAILED:
@@ -275,9 +275,9 @@ def locate(session: Session, alert: Alert, bench: Bench, *, tries: int = TRIES, 
            budget: float | None = None, pace: Pace | None = None) -> Bisection:
     """Bisect the commits of `alert`'s step (`span`), measuring each on this machine with
     `bench`, within `budget` seconds if given (read against `pace`, shared by a check's
-    bisections of one benchmark); stores what was found with the alert (`culprit`, and `bisection`: every
-    measurement, the commits skipped, the seconds it took, and `stopped: "budget"` where the
-    budget ended it). An alert of another machine's series is not bisected here (RunError): its
+    bisections of one benchmark); stores what was found with the alert (`culprit`, and
+    `bisection`: every measurement, the commits skipped, the seconds it took, and `stopped:
+    "budget"` where the budget ended it). An alert of another machine's series is not bisected here (RunError): its
     step may not be on this machine at all, as a step that one CPU's instructions make is not on
     another's."""
     if alert.machine.name != bench.machine.name:
