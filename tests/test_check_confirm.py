@@ -167,6 +167,17 @@ def test_the_text_report_says_what_re_measuring_found(suspect, capsys):
     assert "re-measured (" in out and "confirmed (step)" in out and "paired round(s)" in out
 
 
+def test_a_confirmation_the_budget_cut_short_says_so():
+    # one round in 30 s of a 35 s budget: too few to tell, and the words say why there are no more
+    cut = {"outcome": "inconclusive", "reason": "too_few_rounds", "rounds": 1, "seconds": 30.2, "stopped": "budget",
+           "before_commit": "a" * 10, "after_commit": "b" * 10}
+    assert confirmation(cut) == ("re-measured (aaaaaaaa vs bbbbbbbb): inconclusive (too few rounds), no interval, "
+                                 "1 paired round(s) in 30 s before the confirmation budget ran out")
+    assert confirmation({**cut, "stopped": "rounds"}).endswith("1 paired round(s) in 30 s")
+    decided = {**cut, "outcome": "confirmed", "reason": "step", "ratio": 1.1, "low": 1.05, "high": 1.15, "rounds": 6}
+    assert confirmation(decided).endswith("6 paired round(s) in 30 s")  # decided: the budget changed nothing
+
+
 def test_the_notes_name_the_culprit_or_the_range_bisection_left():
     from types import SimpleNamespace
 

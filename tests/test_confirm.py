@@ -1,10 +1,11 @@
 """Re-measurement decides a suspected step: paired rounds of the commit before and after."""
 import math
+import time
 
 import numpy as np
 import pytest
 
-from proofbench.analysis.confirm import Confirmation, Outcome, Reason, commits, decide
+from proofbench.analysis.confirm import Confirmation, Outcome, Reason, Rounds, commits, decide, looks
 from proofbench.analysis.detect import ChangePoint
 
 
@@ -80,6 +81,23 @@ def test_false_confirmations_stay_near_the_level_in_the_suspects_direction():
     confirmed = sum(decide(_suspect(), *_rounds(1.0, cv=0.02, seed=s)).outcome is Outcome.CONFIRMED
                     for s in range(400))
     assert confirmed <= 400 * 0.025 * 2
+
+
+def test_rounds_too_wide_to_decide_when_the_time_is_up_say_the_budget_stopped_them():
+    # a batch too noisy to decide: with time left another is measured; with none, the rounds
+    # say the budget ended them (the check's words then tell to raise --confirm-budget)
+    before, after = _rounds(1.05, cv=0.08, rounds=4, seed=3)
+    batches = []
+
+    def batch(left):
+        batches.append(left)
+        return Rounds("a", "b", tuple(before), tuple(after), 1.0)
+
+    got, c = looks(batch, _suspect(), deadline=time.monotonic())
+    assert (c.outcome, c.reason, got.stopped, len(batches)) == (Outcome.INCONCLUSIVE, Reason.WIDE, "budget", 1)
+    batches.clear()
+    got, c = looks(batch, _suspect())
+    assert got.stopped == "rounds" and len(batches) > 1
 
 
 def test_commits_bracket_a_step_found_a_commit_off():

@@ -41,7 +41,7 @@ import enum
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Callable, Protocol
 
 from sqlalchemy.orm import Session
@@ -299,7 +299,10 @@ def looks(batch: Callable[[float], Rounds | str], suspect: Suspect, deadline: fl
     decision = decide(suspect, *got.paired(), min_step=min_step, alpha=alpha / LOOKS)
     for _ in range(LOOKS - 1):
         left = deadline - time.monotonic()
-        if decision.reason is not Reason.WIDE or got.stopped != "rounds" or left <= 0:
+        if decision.reason is not Reason.WIDE or got.stopped != "rounds":
+            break
+        if left <= 0:  # too wide, and no time for another batch: the budget stopped it
+            got = replace(got, stopped="budget")
             break
         more = batch(left)
         if isinstance(more, str):
