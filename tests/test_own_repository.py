@@ -213,6 +213,8 @@ def test_the_gate_measures_the_slow_commit_against_its_parent_and_exits_1(team):
     (series,) = report["series"]
     assert (report["base"], report["head"], series["verdict"]) == (before, slow, "regression")
     assert series["ratio"]["rounds"] == 4 and series["ratio"]["low"] > 1.2
+    kept = json.loads((team["repo"] / ".proofbench" / "remeasure" / "discovered.json").read_text())
+    assert "features.Normalize.time_call" in {b["name"] for b in kept}  # the rounds after the first read it
 
 
 def test_without_a_project_file_the_message_says_proofbench_init(tmp_path):

@@ -50,7 +50,7 @@ from proofbench.db.commits import place
 from proofbench.errors import InputError, RunError
 from proofbench.machine.capture import MachineProfile
 from proofbench.measure import sidecar
-from proofbench.pipeline import asv_log, results_file, runner
+from proofbench.pipeline import asv_log, discovery, results_file, runner
 from proofbench.pipeline.asv import Layout, Progress, drive, environment, read_config
 from proofbench.pipeline.ingest import IngestReport, ingest_run
 from proofbench.profile import Profile
@@ -220,10 +220,13 @@ def link_shared(env_dir: Path, shared: Path) -> list[Path]:
     return written
 
 
-def asv_command(config: Path, machine: str, hashfile: Path, bench: str | None, rerun: bool) -> list[str]:
-    """The `asv run` command line over the commits listed in `hashfile`."""
+def asv_command(config: Path, machine: str, hashfile: Path, bench: str | None, rerun: bool,
+                keep_discovery: bool = False) -> list[str]:
+    """The `asv run` command line over the commits listed in `hashfile` (through
+    `proofbench.pipeline.discovery` where the discovery is kept between runs)."""
     # Values go in the option's own argument (--bench=...), so none can be read as an option.
-    cmd = [sys.executable, "-m", "asv", "run", f"--config={config}", f"--environment={ENVIRONMENT}",
+    entry = "proofbench.pipeline.discovery" if keep_discovery else "asv"
+    cmd = [sys.executable, "-m", entry, "run", f"--config={config}", f"--environment={ENVIRONMENT}",
            "--record-samples", "--launch-method=forkserver", f"--machine={machine}", "--show-stderr"]
     if not rerun:
         cmd.append("--skip-existing")
@@ -270,8 +273,10 @@ def diagnose(log: str, hashes: tuple[str, ...], results: tuple[Path, ...], path:
 
 def run(layout: Layout, hashes: tuple[str, ...], profile: Profile, machine_profile: MachineProfile, *,
         repo: Path, branch: str, bench: str | None = None, rerun: bool = False,
-        on_progress: Progress | None = None) -> HistoryOutcome:
-    """Measure `hashes` (oldest first) of `repo` with asv in its virtualenv environment."""
+        on_progress: Progress | None = None, discovered: Path | None = None) -> HistoryOutcome:
+    """Measure `hashes` (oldest first) of `repo` with asv in its virtualenv environment; where
+    `discovered` names a file, asv's discovery of the suite is kept there and read by later runs
+    given the same file (`proofbench.pipeline.discovery`)."""
     runner.write_machine_files(machine_profile, layout)
     config = write_config(layout, repo, branch)
     hashfile = config.with_name("history.hashes")
@@ -279,7 +284,10 @@ def run(layout: Layout, hashes: tuple[str, ...], profile: Profile, machine_profi
     env = history_environment(layout, profile)
     shared = shared_site(layout.workdir / SHARED_SITE, distribution_name(repo))
     setup = prepare_environment(config, layout, env, shared)
-    cmd = asv_command(config, machine_profile.name, hashfile, bench or profile.bench or None, rerun)
+    cmd = asv_command(config, machine_profile.name, hashfile, bench or profile.bench or None, rerun,
+                      keep_discovery=discovered is not None)
+    if discovered is not None:
+        env[discovery.KEPT] = str(discovered.absolute())
     log = drive(cmd, layout.project.root, env, on_progress)
     results = tuple(path for h in hashes for path in _results_files(layout.results / machine_profile.name, h))
     if log.returncode != 0 and not results:

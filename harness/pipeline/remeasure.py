@@ -86,16 +86,19 @@ class Remeasured:
 
 
 def measure_round(layout: Layout, repo: Path, branch: str, commits: Sequence[str], targets: Sequence[Target] | None,
-                  profile: Profile, machine: MachineProfile, directory: Path, bench: str | None = None) -> Round:
+                  profile: Profile, machine: MachineProfile, directory: Path, bench: str | None = None,
+                  discovered: Path | None = None) -> Round:
     """Measure `commits` once each (in that order) for `targets` (None: every benchmark `bench`
-    selects, all of them without it), into `directory`."""
+    selects, all of them without it), into `directory`; asv's discovery kept in `discovered`
+    where it names a file (`history.run`)."""
     started = time.monotonic()
     if directory.exists():
         shutil.rmtree(directory)
     here = replace(layout, results=directory / "results")
     if targets is not None:
         bench = "|".join(f"(?:{t.pattern()})" for t in targets)
-    outcome = history.run(here, tuple(commits), profile, machine, repo=repo, branch=branch, bench=bench, rerun=True)
+    outcome = history.run(here, tuple(commits), profile, machine, repo=repo, branch=branch, bench=bench, rerun=True,
+                          discovered=discovered)
     values: dict[str, dict[Target, float | None]] = {c: dict.fromkeys(targets or ()) for c in commits}
     for path in outcome.results:
         try:
@@ -118,9 +121,12 @@ def alternate(layout: Layout, repo: Path, branch: str, commits: tuple[str, str],
               profile: Profile, machine: MachineProfile, *, rounds: int, budget: float | None = None,
               bench: str | None = None) -> Remeasured:
     """Measure two commits in `rounds` alternating rounds (A B, B A, ...), stopping early when the
-    next round would not fit in `budget` seconds (a round is assumed to take as long as the slowest so far)."""
+    next round would not fit in `budget` seconds (a round is assumed to take as long as the slowest so far).
+    The first round's discovery of the suite serves the later ones (`proofbench.pipeline.discovery`)."""
     if rounds < 1:
         raise InputError(f"rounds must be at least 1, got {rounds}")
+    discovered = layout.workdir / "remeasure" / "discovered.json"
+    discovered.unlink(missing_ok=True)  # each re-measurement discovers the suite as it is now
     done: list[Round] = []
     for i in range(rounds):
         slowest = max((r.seconds for r in done), default=0.0)
@@ -128,7 +134,7 @@ def alternate(layout: Layout, repo: Path, branch: str, commits: tuple[str, str],
             return Remeasured(commits, tuple(done), "budget")
         order = commits if i % 2 == 0 else commits[::-1]
         done.append(measure_round(layout, repo, branch, order, targets, profile, machine,
-                                  layout.workdir / "remeasure" / f"round-{i}", bench))
+                                  layout.workdir / "remeasure" / f"round-{i}", bench, discovered))
     return Remeasured(commits, tuple(done), "rounds")
 
 
