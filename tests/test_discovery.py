@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from proofbench.pipeline import remeasure
 from proofbench.pipeline.discovery import keep
-from proofbench.pipeline.remeasure import Round
+from proofbench.pipeline.remeasure import Bench, Round, Target, fresh_discovery
 
 FOUND = [{"name": "features.Score.time_call", "params": [["'baseline'"]], "type": "time"}]
 
@@ -55,3 +55,25 @@ def test_the_rounds_of_one_re_measurement_share_a_discovery_and_the_next_one_sta
     monkeypatch.setattr(remeasure, "measure_round", measure_round)
     remeasure.alternate(SimpleNamespace(workdir=tmp_path), Path("."), "main", ("a", "b"), None, None, None, rounds=3)
     assert seen == [(stale, False), (stale, True), (stale, True)]
+
+
+def test_a_benchs_rounds_beside_a_reference_share_one_discovery_made_afresh_with_it(tmp_path, monkeypatch):
+    # a check's bisections: every read is a round of a commit beside a reference, as one asv run
+    # over the range would measure them; the suite's discovery of an earlier check is not read
+    (tmp_path / "bisect").mkdir()
+    (tmp_path / "bisect" / "discovered.json").write_text(json.dumps(FOUND))
+    kept = fresh_discovery(tmp_path / "bisect")
+    assert kept == tmp_path / "bisect" / "discovered.json" and not kept.exists()
+    seen = []
+
+    def measure_round(layout, repo, branch, order, targets, profile, machine, directory, bench=None,
+                      discovered=None):
+        seen.append((order, discovered))
+        return Round({c: {targets[0]: 1.0} for c in order}, 1.0)
+
+    monkeypatch.setattr(remeasure, "measure_round", measure_round)
+    bench = Bench(SimpleNamespace(workdir=tmp_path), Path("."), "main", None, None, kept)
+    target = Target("features.Score.time_call", ("baseline",))
+    assert bench.beside(target, "c1", "ref", "0-c1") == (1.0, 1.0)
+    bench.beside(target, "c2", "ref", "1-c2", reference_first=True)
+    assert seen == [(("c1", "ref"), kept), (("ref", "c2"), kept)]

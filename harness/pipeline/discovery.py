@@ -1,17 +1,20 @@
-"""asv's command line, with its benchmark discovery kept for the rounds of one re-measurement.
+"""asv's command line, with its benchmark discovery kept for the runs of one re-measurement.
 
 Every `asv run` first discovers the suite: it installs the run's first commit and imports the
 suite in a process of its own, before the processes that measure. A round of the nightly
-check's confirmation, or of the pull-request gate, is one `asv run` of the same two commits, so
-each round after the first paid that import again: 1.8 s of a 7.3 s round on the 2-vCPU VM (a
-suite importing torch), more where importing the suite starts heavier libraries.
+check's confirmation, of the pull-request gate, or a bisection's measurement is one `asv run`
+of two commits, so each round after the first paid that import again: 1.8 s of a 7.3 s round
+on the 2-vCPU VM (a suite importing torch), more where importing the suite starts heavier
+libraries.
 
-`python -m proofbench.pipeline.discovery run ... ` is `python -m asv run ...` where the
+`python -m proofbench.pipeline.discovery run ...` is `python -m asv run ...` where the
 environment variable `KEPT` names a file: the first run discovers as asv does and keeps what it
 found there; later runs read it instead of discovering. What asv assumes within one run (the
-suite found with its first commit serves every commit of the run) then holds across the rounds
+suite found with its first commit serves every commit of the run) then holds across the runs
 that share the file, and nothing else changes: asv still builds, installs and measures each
-commit. Only the rounds of one re-measurement share a file (`remeasure.alternate`).
+commit. The rounds of one re-measurement share a file (`remeasure.alternate`), and so do the
+measurements of one `remeasure.Bench` (a check's bisections); each starts without one
+(`remeasure.fresh_discovery`).
 """
 from __future__ import annotations
 

@@ -125,8 +125,7 @@ def alternate(layout: Layout, repo: Path, branch: str, commits: tuple[str, str],
     The first round's discovery of the suite serves the later ones (`proofbench.pipeline.discovery`)."""
     if rounds < 1:
         raise InputError(f"rounds must be at least 1, got {rounds}")
-    discovered = layout.workdir / "remeasure" / "discovered.json"
-    discovered.unlink(missing_ok=True)  # each re-measurement discovers the suite as it is now
+    discovered = fresh_discovery(layout.workdir / "remeasure")  # each re-measurement discovers the suite anew
     done: list[Round] = []
     for i in range(rounds):
         slowest = max((r.seconds for r in done), default=0.0)
@@ -136,6 +135,14 @@ def alternate(layout: Layout, repo: Path, branch: str, commits: tuple[str, str],
         done.append(measure_round(layout, repo, branch, order, targets, profile, machine,
                                   layout.workdir / "remeasure" / f"round-{i}", bench, discovered))
     return Remeasured(commits, tuple(done), "rounds")
+
+
+def fresh_discovery(directory: Path) -> Path:
+    """The file in `directory` where asv's discovery of the suite is to be kept for the runs given
+    it (`proofbench.pipeline.discovery`), none kept there yet."""
+    path = directory / "discovered.json"
+    path.unlink(missing_ok=True)
+    return path
 
 
 def between(repo: Path, branch: str, older: str, newer: str) -> list[str]:
@@ -149,13 +156,16 @@ def between(repo: Path, branch: str, older: str, newer: str) -> list[str]:
 @dataclass(frozen=True)
 class Bench:
     """A repository's suite ready to measure commits again on this machine: what the nightly
-    check's confirmation and bisection need (`pair`, `beside`)."""
+    check's confirmation and bisection need (`pair`, `beside`). Its `beside` rounds share asv's
+    discovery of the suite in `discovered` (`fresh_discovery`; None: each round discovers), as
+    one asv run over a range shares it among its commits."""
 
     layout: Layout
     repo: Path
     branch: str
     profile: Profile
     machine: MachineProfile
+    discovered: Path | None = None
 
     def pair(self, target: Target, before: str, after: str, *, rounds: int,
              budget: float | None) -> Remeasured:
@@ -170,5 +180,5 @@ class Bench:
         (another job, a clock) shifts both."""
         order = (reference, commit) if reference_first else (commit, reference)
         done = measure_round(self.layout, self.repo, self.branch, order, [target], self.profile, self.machine,
-                             self.layout.workdir / "bisect" / label)
+                             self.layout.workdir / "bisect" / label, discovered=self.discovered)
         return done.values[commit][target], done.values[reference][target]
