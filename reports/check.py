@@ -64,8 +64,8 @@ def confirmation(c: dict | None) -> str:
     p = f", p={c['p_value']:.2g}" if c.get("p_value") is not None else ""
     where = f" ({c['before_commit'][:8]} vs {c['after_commit'][:8]})" if c.get("before_commit") else ""
     what = "the history's step re-measured at its neighbours" if c.get("asked") == "decided" else "re-measured"
-    cut = " before the confirmation budget ran out" if c.get("outcome") == "inconclusive" and \
-        c.get("stopped") == "budget" else ""
+    cut = " before the confirmation budget ran out" if c.get("stopped") == "budget" and \
+        c.get("reason") in ("too_few_rounds", "wide") else ""  # undecided for want of rounds
     return (f"{what}{where}: {c['outcome']} ({str(c.get('reason', '')).replace('_', ' ')}), {interval}{p}, "
             f"{c.get('rounds', 0)} paired round(s) in {c.get('seconds', 0):.0f} s{cut}")
 

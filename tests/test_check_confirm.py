@@ -176,6 +176,8 @@ def test_a_confirmation_the_budget_cut_short_says_so():
     assert confirmation({**cut, "stopped": "rounds"}).endswith("1 paired round(s) in 30 s")
     decided = {**cut, "outcome": "confirmed", "reason": "step", "ratio": 1.1, "low": 1.05, "high": 1.15, "rounds": 6}
     assert confirmation(decided).endswith("6 paired round(s) in 30 s")  # decided: the budget changed nothing
+    small = {**decided, "outcome": "inconclusive", "reason": "below_min_step"}  # more rounds would not decide it
+    assert confirmation(small).endswith("6 paired round(s) in 30 s")
 
 
 def test_the_notes_name_the_culprit_or_the_range_bisection_left():

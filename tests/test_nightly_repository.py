@@ -169,7 +169,7 @@ def test_a_range_measured_every_4th_commit_is_bisected_to_the_exact_commit(night
         _told(report) or measured.stdout[-2000:])
     named = [a for a in new if a["culprit"] is not None]
     assert named, [a["bisection"] for a in new]
-    assert (repo / ".proofbench" / "bisect" / "discovered.json").is_file()  # the reads after the first read it
+    assert (repo / ".proofbench" / "bisect" / "discovered" / f"{hashes[LAST]}.json").is_file()  # the reference's
     for alert in new:
         _bisected(alert, hashes)
 

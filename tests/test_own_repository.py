@@ -213,8 +213,9 @@ def test_the_gate_measures_the_slow_commit_against_its_parent_and_exits_1(team):
     (series,) = report["series"]
     assert (report["base"], report["head"], series["verdict"]) == (before, slow, "regression")
     assert series["ratio"]["rounds"] == 4 and series["ratio"]["low"] > 1.2
-    kept = json.loads((team["repo"] / ".proofbench" / "remeasure" / "discovered.json").read_text())
-    assert "features.Normalize.time_call" in {b["name"] for b in kept}  # the rounds after the first read it
+    kept = team["repo"] / ".proofbench" / "remeasure" / "discovered"  # rounds 3 and 4 read what 1 and 2 found
+    assert sorted(p.name for p in kept.iterdir()) == sorted(f"{h}.json" for h in (before, slow))
+    assert "features.Normalize.time_call" in {b["name"] for b in json.loads((kept / f"{slow}.json").read_text())}
 
 
 def test_without_a_project_file_the_message_says_proofbench_init(tmp_path):

@@ -113,12 +113,11 @@ def bench(found: Project, profile_name: str | None, machine=None):
     from proofbench.machine.capture import capture
     from proofbench.pipeline import history
     from proofbench.pipeline.asv import Layout
-    from proofbench.pipeline.remeasure import Bench, fresh_discovery
+    from proofbench.pipeline.remeasure import Bench
     from proofbench.profile import get_profile
 
     layout = Layout.of(found)
     repo = history.repository(layout)
     regenerate(load_catalogue(found), layout)
     profile = get_profile(profile_name, found.profiles)
-    return Bench(layout, repo, history.default_branch(layout, repo), profile, machine or capture(),
-                 fresh_discovery(layout.workdir / "bisect"))
+    return Bench.fresh(layout, repo, history.default_branch(layout, repo), profile, machine or capture())

@@ -1,44 +1,43 @@
-"""asv's command line, with its benchmark discovery kept for the runs of one re-measurement.
+"""asv's command line, with its benchmark discovery kept for later runs that start at the same commit.
 
 Every `asv run` first discovers the suite: it installs the run's first commit and imports the
 suite in a process of its own, before the processes that measure. A round of the nightly
 check's confirmation, of the pull-request gate, or a bisection's measurement is one `asv run`
-of two commits, so each round after the first paid that import again: 1.8 s of a 7.3 s round
-on the 2-vCPU VM (a suite importing torch), more where importing the suite starts heavier
-libraries.
+of two commits, so every round paid that import again: 1.8 s of a 7.3 s round on the 2-vCPU
+VM (a suite importing torch), more where importing the suite starts heavier libraries.
 
 `python -m proofbench.pipeline.discovery run ...` is `python -m asv run ...` where the
-environment variable `KEPT` names a file: the first run discovers as asv does and keeps what it
-found there; later runs read it instead of discovering. What asv assumes within one run (the
-suite found with its first commit serves every commit of the run) then holds across the runs
-that share the file, and nothing else changes: asv still builds, installs and measures each
-commit. The rounds of one re-measurement share a file (`remeasure.alternate`), and so do the
-measurements of one `remeasure.Bench` (a check's bisections); each starts without one
-(`remeasure.fresh_discovery`).
+environment variable `KEPT` names a directory: a run discovers as asv does, with its first
+commit, and keeps what it found there under that commit's hash; a later run that starts at the
+same commit reads it instead of discovering. What a run measures with is then what asv would
+have discovered for it (the suite and the environment do not change between the runs of one
+re-measurement or one check), and nothing else changes: asv still builds, installs and measures
+each commit. Which runs share a directory is `remeasure`'s to say (`fresh_discovery`).
 """
 from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 KEPT = "PROOFBENCH_ASV_DISCOVERED"
 
 
-def keep(discover, kept: Path):
-    """`discover` (asv's `Benchmarks._disc_benchmarks`, called as (conf, repo, environments,
-    commit_hashes, check)) answered from `kept` where an earlier run wrote it, else called and
-    its answer written there."""
+def keep(discover, directory: Path):
+    """`discover` (asv's `Benchmarks._disc_benchmarks`) answered from `directory` where an earlier
+    run that started at the same commit kept its answer, else called and its answer kept there."""
 
-    def discovered(*args, **kwargs):
+    def discovered(conf, repo, environments, commit_hashes, check):
+        if not commit_hashes:
+            return discover(conf, repo, environments, commit_hashes, check)
+        kept = directory / f"{commit_hashes[0]}.json"
         if kept.is_file():
             try:
                 return json.loads(kept.read_text())
             except (OSError, ValueError):
                 pass  # unreadable: discover again, as asv would
-        found = discover(*args, **kwargs)
-        kept.parent.mkdir(parents=True, exist_ok=True)
+        found = discover(conf, repo, environments, commit_hashes, check)
+        directory.mkdir(parents=True, exist_ok=True)
         partial = kept.with_name(kept.name + ".partial")
         partial.write_text(json.dumps(found))
         partial.replace(kept)  # whole or absent, never half-written
@@ -48,7 +47,7 @@ def keep(discover, kept: Path):
 
 
 def main() -> None:
-    """asv's command line, discovery kept where `KEPT` names a file."""
+    """asv's command line, its discovery kept where `KEPT` names a directory."""
     from asv.benchmarks import Benchmarks
     from asv.main import main as asv_main
 
@@ -56,7 +55,7 @@ def main() -> None:
     original = getattr(Benchmarks, "_disc_benchmarks", None)
     if kept and original is not None:  # an asv without it discovers every run, as before
         Benchmarks._disc_benchmarks = staticmethod(keep(original, Path(kept)))
-    sys.exit(asv_main())
+    asv_main()  # exits with asv's status
 
 
 if __name__ == "__main__":

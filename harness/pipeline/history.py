@@ -275,8 +275,8 @@ def run(layout: Layout, hashes: tuple[str, ...], profile: Profile, machine_profi
         repo: Path, branch: str, bench: str | None = None, rerun: bool = False,
         on_progress: Progress | None = None, discovered: Path | None = None) -> HistoryOutcome:
     """Measure `hashes` (oldest first) of `repo` with asv in its virtualenv environment; where
-    `discovered` names a file, asv's discovery of the suite is kept there and read by later runs
-    given the same file (`proofbench.pipeline.discovery`)."""
+    `discovered` names a directory, asv's discovery of the suite is kept there for later runs
+    that start at the same commit (`proofbench.pipeline.discovery`)."""
     runner.write_machine_files(machine_profile, layout)
     config = write_config(layout, repo, branch)
     hashfile = config.with_name("history.hashes")

@@ -89,8 +89,8 @@ def measure_round(layout: Layout, repo: Path, branch: str, commits: Sequence[str
                   profile: Profile, machine: MachineProfile, directory: Path, bench: str | None = None,
                   discovered: Path | None = None) -> Round:
     """Measure `commits` once each (in that order) for `targets` (None: every benchmark `bench`
-    selects, all of them without it), into `directory`; asv's discovery kept in `discovered`
-    where it names a file (`history.run`)."""
+    selects, all of them without it), into `directory`; asv's discoveries kept in `discovered`
+    where it names a directory (`history.run`)."""
     started = time.monotonic()
     if directory.exists():
         shutil.rmtree(directory)
@@ -122,10 +122,10 @@ def alternate(layout: Layout, repo: Path, branch: str, commits: tuple[str, str],
               bench: str | None = None) -> Remeasured:
     """Measure two commits in `rounds` alternating rounds (A B, B A, ...), stopping early when the
     next round would not fit in `budget` seconds (a round is assumed to take as long as the slowest so far).
-    The first round's discovery of the suite serves the later ones (`proofbench.pipeline.discovery`)."""
+    Two rounds that start at the same commit share asv's discovery of the suite (`fresh_discovery`)."""
     if rounds < 1:
         raise InputError(f"rounds must be at least 1, got {rounds}")
-    discovered = fresh_discovery(layout.workdir / "remeasure")  # each re-measurement discovers the suite anew
+    discovered = fresh_discovery(layout.workdir / "remeasure")
     done: list[Round] = []
     for i in range(rounds):
         slowest = max((r.seconds for r in done), default=0.0)
@@ -138,10 +138,11 @@ def alternate(layout: Layout, repo: Path, branch: str, commits: tuple[str, str],
 
 
 def fresh_discovery(directory: Path) -> Path:
-    """The file in `directory` where asv's discovery of the suite is to be kept for the runs given
-    it (`proofbench.pipeline.discovery`), none kept there yet."""
-    path = directory / "discovered.json"
-    path.unlink(missing_ok=True)
+    """The directory under `directory` where the runs given it keep asv's discoveries of the suite,
+    one per commit a run starts at (`proofbench.pipeline.discovery`), emptied: the suite is
+    discovered as it is now."""
+    path = directory / "discovered"
+    shutil.rmtree(path, ignore_errors=True)
     return path
 
 
@@ -153,12 +154,15 @@ def between(repo: Path, branch: str, older: str, newer: str) -> list[str]:
     return hashes[hashes.index(older) + 1: hashes.index(newer) + 1]
 
 
+BISECT = "bisect"  # the work directory's folder of bisection rounds
+
+
 @dataclass(frozen=True)
 class Bench:
     """A repository's suite ready to measure commits again on this machine: what the nightly
-    check's confirmation and bisection need (`pair`, `beside`). Its `beside` rounds share asv's
-    discovery of the suite in `discovered` (`fresh_discovery`; None: each round discovers), as
-    one asv run over a range shares it among its commits."""
+    check's confirmation and bisection need (`pair`, `beside`). Its `beside` rounds that start at
+    the same commit share asv's discovery of the suite, kept in `discovered` (`fresh_discovery`;
+    None: each round discovers)."""
 
     layout: Layout
     repo: Path
@@ -166,6 +170,11 @@ class Bench:
     profile: Profile
     machine: MachineProfile
     discovered: Path | None = None
+
+    @classmethod
+    def fresh(cls, layout: Layout, repo: Path, branch: str, profile: Profile, machine: MachineProfile) -> Bench:
+        """A Bench with no discovery of the suite kept yet."""
+        return cls(layout, repo, branch, profile, machine, fresh_discovery(layout.workdir / BISECT))
 
     def pair(self, target: Target, before: str, after: str, *, rounds: int,
              budget: float | None) -> Remeasured:
@@ -180,5 +189,5 @@ class Bench:
         (another job, a clock) shifts both."""
         order = (reference, commit) if reference_first else (commit, reference)
         done = measure_round(self.layout, self.repo, self.branch, order, [target], self.profile, self.machine,
-                             self.layout.workdir / "bisect" / label, discovered=self.discovered)
+                             self.layout.workdir / BISECT / label, discovered=self.discovered)
         return done.values[commit][target], done.values[reference][target]
