@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from proofbench.analysis.check import CheckReport, Finding
+from proofbench.analysis.confirm import Reason
 from proofbench.analysis.series import CommitRef
 from proofbench.reports import formatting as fmt
 from proofbench.reports.alerts import VERBS, checked, measurements, ran_out
@@ -52,6 +53,9 @@ def _totals(report) -> str:
             + ("" if report.recorded else " (not recorded)"))
 
 
+_WANTING_ROUNDS = (Reason.TOO_FEW_ROUNDS.value, Reason.WIDE.value)  # undecided: more rounds could decide it
+
+
 def confirmation(c: dict | None) -> str:
     """What re-measuring said of an alert's step (`alerts.confirmation`), in one line ('' when
     it was never tried)."""
@@ -65,7 +69,7 @@ def confirmation(c: dict | None) -> str:
     where = f" ({c['before_commit'][:8]} vs {c['after_commit'][:8]})" if c.get("before_commit") else ""
     what = "the history's step re-measured at its neighbours" if c.get("asked") == "decided" else "re-measured"
     cut = " before the confirmation budget ran out" if c.get("stopped") == "budget" and \
-        c.get("reason") in ("too_few_rounds", "wide") else ""  # undecided for want of rounds
+        c.get("reason") in _WANTING_ROUNDS else ""
     return (f"{what}{where}: {c['outcome']} ({str(c.get('reason', '')).replace('_', ' ')}), {interval}{p}, "
             f"{c.get('rounds', 0)} paired round(s) in {c.get('seconds', 0):.0f} s{cut}")
 

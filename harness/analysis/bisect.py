@@ -277,9 +277,9 @@ def locate(session: Session, alert: Alert, bench: Bench, *, tries: int = TRIES, 
     `bench`, within `budget` seconds if given (read against `pace`, shared by a check's
     bisections of one benchmark); stores what was found with the alert (`culprit`, and
     `bisection`: every measurement, the commits skipped, the seconds it took, and `stopped:
-    "budget"` where the budget ended it). An alert of another machine's series is not bisected here (RunError): its
-    step may not be on this machine at all, as a step that one CPU's instructions make is not on
-    another's."""
+    "budget"` where the budget ended it). An alert of another machine's series is not bisected
+    here (RunError): its step may not be on this machine at all, as a step that one CPU's
+    instructions make is not on another's."""
     if alert.machine.name != bench.machine.name:
         raise RunError(f"measured on machine {alert.machine.name!r}; only this machine's "
                        f"({bench.machine.name!r}) alerts are bisected here")

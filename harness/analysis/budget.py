@@ -63,10 +63,9 @@ class Budget:
     def room(self, reads: int, commit: str, reserve: int) -> bool:
         """True where `reads` more measurements of `commit` (its first a build where this
         bisection has not measured it yet) and then the check's first `reserve` end within the
-        budget. The check's first is counted as a
-        build: asv keeps the last two builds, the reference and the commit measured last, and the
-        check measures two other commits, or one it has to build anew. A built commit's pace not
-        seen yet is read as a first measurement's."""
+        budget. The check's first is counted as a build: asv keeps the last two builds, the
+        reference and the commit measured last, and the check measures two other commits, or one
+        it has to build anew. A built commit's pace not seen yet is read as a first measurement's."""
         if self.seconds is None:
             return True
         first, again = self.pace.first, self.pace.again or self.pace.first

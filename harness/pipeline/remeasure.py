@@ -125,7 +125,8 @@ def alternate(layout: Layout, repo: Path, branch: str, commits: tuple[str, str],
     Two rounds that start at the same commit share asv's discovery of the suite (`fresh_discovery`)."""
     if rounds < 1:
         raise InputError(f"rounds must be at least 1, got {rounds}")
-    discovered = fresh_discovery(layout.workdir / "remeasure")
+    work = layout.workdir / "remeasure"
+    discovered = fresh_discovery(work)
     done: list[Round] = []
     for i in range(rounds):
         slowest = max((r.seconds for r in done), default=0.0)
@@ -133,7 +134,7 @@ def alternate(layout: Layout, repo: Path, branch: str, commits: tuple[str, str],
             return Remeasured(commits, tuple(done), "budget")
         order = commits if i % 2 == 0 else commits[::-1]
         done.append(measure_round(layout, repo, branch, order, targets, profile, machine,
-                                  layout.workdir / "remeasure" / f"round-{i}", bench, discovered))
+                                  work / f"round-{i}", bench, discovered))
     return Remeasured(commits, tuple(done), "rounds")
 
 
