@@ -115,10 +115,13 @@ def _read_only_path(database: str | None) -> Path | None:
     return None if os.access(path, os.W_OK) and os.access(path.parent, os.W_OK) else path.resolve()
 
 
-def _sqlite_engine(url: str, parsed) -> Engine:
+def _sqlite_engine(url: str, parsed, create: bool) -> Engine:
     read_only = _read_only_path(parsed.database)
     if read_only is None:
         if parsed.database and parsed.database != ":memory:" and not parsed.database.startswith("file:"):
+            if not create and not Path(parsed.database).exists():
+                raise DatabaseError(f"{masked(url)}: no such database; nothing has been measured into it "
+                                    f"(`proofbench run`, `history` or `ingest` make it; is the path right?)")
             try:
                 Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -141,8 +144,11 @@ def read_only(engine: Engine) -> bool:
     return engine.url.get_backend_name() == "sqlite" and engine.url.query.get("mode") == "ro"
 
 
-def engine_for(url: str) -> Engine:
-    """An engine for `url`; raises DatabaseError (password masked) if it cannot connect."""
+def engine_for(url: str, create: bool = True) -> Engine:
+    """An engine for `url`; raises DatabaseError (password masked) if it cannot connect, or, where
+    `create` is False, if it names a SQLite file that does not exist (a command that reads what
+    was measured, given a mistyped path, would otherwise make an empty database and find nothing
+    wrong in it)."""
     try:
         parsed = make_url(url)
     except (ArgumentError, ValueError, TypeError):
@@ -150,7 +156,8 @@ def engine_for(url: str) -> Engine:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", SAWarning)  # e.g. a query argument the driver would ignore
-            engine = _sqlite_engine(url, parsed) if parsed.get_backend_name() == "sqlite" else create_engine(url)
+            sqlite = parsed.get_backend_name() == "sqlite"
+            engine = _sqlite_engine(url, parsed, create) if sqlite else create_engine(url)
     except (ArgumentError, ImportError, ValueError, TypeError, SAWarning) as exc:
         raise DatabaseError(f"cannot use database {masked(url)}: {scrub(_reason(exc), url)}") from None
     try:
@@ -189,17 +196,17 @@ def schema_revision(engine: Engine) -> str | None:
             tables = set(inspect(connection).get_table_names())
             current = MigrationContext.configure(connection).get_current_revision() if tables else None
     except SQLAlchemyError as exc:
-        raise DatabaseError(f"cannot read database {_where(engine)}: {_reason(exc)}") from None
+        raise DatabaseError(f"cannot read database {location(engine)}: {_reason(exc)}") from None
     # A SQLite file is one application's; a PostgreSQL database may be shared with others, unless
     # tables of proofbench's names are there without its migrations.
     foreign = tables if engine.dialect.name == "sqlite" else tables & _own_tables()
     if foreign and current is None:
         shown = ", ".join(sorted(foreign)[:5]) + (", ..." if len(foreign) > 5 else "")
-        raise DatabaseError(f"{_where(engine)} is not a proofbench database (it holds other tables: {shown}); "
+        raise DatabaseError(f"{location(engine)} is not a proofbench database (it holds other tables: {shown}); "
                             f"name an empty database or one proofbench made")
     head, known = _head(engine)
     if current is not None and current not in known:
-        raise DatabaseError(f"{_where(engine)} has schema revision {current[:40]!r}, which this proofbench does not "
+        raise DatabaseError(f"{location(engine)} has schema revision {current[:40]!r}, which this proofbench does not "
                             f"know (its newest is {head!r}): a newer proofbench wrote it; upgrade proofbench")
     return current
 
@@ -213,8 +220,8 @@ def _own_tables() -> set[str]:
     return set(Base.metadata.tables)
 
 
-def _where(engine: Engine) -> str:
-    # the database as its user named it (a read-only SQLite file by its path)
+def location(engine: Engine) -> str:
+    """The database as its user named it (a read-only SQLite file by its path), password masked."""
     if read_only(engine):
         return f"sqlite:///{str(engine.url.database).removeprefix('file:')}"
     return masked(engine.url.render_as_string(hide_password=False))
@@ -241,7 +248,7 @@ def upgrade(engine: Engine) -> None:
     if current == head:
         return
     if read_only(engine):
-        raise DatabaseError(f"{_where(engine)} is read-only here and its schema ({current or 'none'}) is older than "
+        raise DatabaseError(f"{location(engine)} is read-only here and its schema ({current or 'none'}) is older than "
                             f"this proofbench's ({head}): run `proofbench db upgrade` where it can be written")
     with engine.connect() as connection:
         sqlite = connection.dialect.name == "sqlite"
@@ -266,10 +273,11 @@ def upgrade(engine: Engine) -> None:
                 connection.connection.driver_connection.execute("PRAGMA foreign_keys=ON")
 
 
-def connect(url: str, migrate: bool = True, write: bool = True) -> Engine:
+def connect(url: str, migrate: bool = True, write: bool = True, create: bool = True) -> Engine:
     """An engine on a database whose schema is current. A command that only reads passes
-    `write=False`, and then works on a SQLite file it may not write."""
-    engine = engine_for(url)
+    `write=False`, and then works on a SQLite file it may not write; one that works on what was
+    measured passes `create=False`, and a SQLite file that does not exist is an error."""
+    engine = engine_for(url, create)
     if write and read_only(engine):
         raise DatabaseError(f"{masked(url)}: cannot write the database (no write permission on the file or its "
                             f"directory)")

@@ -78,6 +78,14 @@ def first_parent(repo: Path, tip: str, since: str | None = None) -> list[str]:
     return out.stdout.split()
 
 
+def date_read(repo: Path, since: str) -> dt.datetime | None:
+    """The moment git reads `since` as (its --since takes nearly any text: one it cannot read is
+    now), in UTC; None where git gives none."""
+    out = _git(repo, "rev-parse", f"--since={since}")
+    found = re.fullmatch(r"--max-age=(\d+)", out.stdout.strip()) if out.returncode == 0 else None
+    return dt.datetime.fromtimestamp(int(found.group(1)), dt.UTC) if found else None
+
+
 def current_branch(repo: Path) -> str | None:
     """The branch checked out in `repo`, or None on a detached HEAD."""
     out = _git(repo, "symbolic-ref", "--quiet", "--short", "HEAD")

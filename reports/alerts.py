@@ -45,19 +45,21 @@ def listing(alerts: list[Alert]) -> str:
 def bisected(alert: Alert) -> str:
     """What bisecting an alert found: the first bad commit with its subject line and author, or
     the commits it could not tell apart; each measurement, and the commits skipped."""
-    b = alert.bisection or {}
-    lines = [_step(s) for s in b.get("steps", [])]
+    b, unit = alert.bisection or {}, alert.benchmark.unit
+    lines = [_step(s, unit) for s in b.get("steps", [])]
     if b.get("skipped"):
         lines.append(f"skipped (did not build or failed): {', '.join(c[:8] for c in b['skipped'])}")
     if b.get("check"):
-        lines += [checked(b), *(_step(s) for s in b["check"].get("steps") or [])]
+        lines += [checked(b), *(_step(s, unit) for s in b["check"].get("steps") or [])]
     c = alert.culprit
     if c is not None:
         head = f"alert {alert.id}: first bad commit {c.hash[:8]} {c.subject!r} by {c.author or 'unknown'}"
     else:
         head = (f"alert {alert.id}: could not tell which commit: the step lies in "
                 f"{b.get('first', '')[:8]}..{b.get('last', '')[:8]}{ran_out(b)}")
-    measured = f" ({measurements(b)} measurement(s) of {b.get('between', 0)} commit(s), {b.get('seconds', 0):.0f} s)"
+    read = {s["commit"] for s in [*b.get("steps", []), *(b.get("check") or {}).get("steps", [])]}
+    measured = (f" ({measurements(b)} measurement(s) of {len(read)} of the {b.get('between', 0)} commit(s) between, "
+                f"{b.get('seconds', 0):.0f} s)")
     return fmt.visible("\n".join([head + measured, *lines]))
 
 
@@ -89,5 +91,7 @@ def checked(b: dict | None) -> str:
     return f"checked: {pair} read {where}, so a commit may have been told on the wrong side"
 
 
-def _step(s: dict) -> str:
-    return f"  {s['commit'][:8]}  {fmt.seconds(s['value']) if s['value'] is not None else 'failed':>12}  {s['side']}"
+def _step(s: dict, unit: str) -> str:
+    # one measurement of a bisection, in its benchmark's unit
+    value = fmt.measured(s["value"], unit) if s["value"] is not None else "failed"
+    return f"  {s['commit'][:8]}  {value:>12}  {s['side']}"

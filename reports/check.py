@@ -17,21 +17,13 @@ FORMAT = "proofbench-check"
 FORMAT_VERSION = 2  # 2: suspected and dropped states; confirmation, culprit, bisection, answer
 
 
-def _level(value: float, unit: str) -> str:
-    if unit == "seconds":
-        return fmt.seconds(value)
-    if unit == "bytes":
-        return fmt.byte_size(value)
-    return f"{value:.4g} {unit}"
-
-
 def _series(f) -> str:
     params = ", ".join(f"{k}={v}" for k, v in f.params.items())
     return f"{f.benchmark} ({params}) on {f.machine}, {f.environment}"
 
 
 def _change(f) -> str:
-    return (f"{_level(f.before, f.unit)} -> {_level(f.after, f.unit)} (x{f.ratio:.3g}, "
+    return (f"{fmt.measured(f.before, f.unit)} -> {fmt.measured(f.after, f.unit)} (x{f.ratio:.3g}, "
             f"{f.ratio - 1:+.1%}), p={f.p_value:.2g}")
 
 
@@ -143,8 +135,8 @@ def markdown(report) -> str:
                   "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for f in report.findings:
             lines.append("| " + " | ".join(_cell(c) for c in (
-                f.state, f.kind, _series(f), f"`{f.commit.short}` {f.commit.subject}", _level(f.before, f.unit),
-                _level(f.after, f.unit), f"x{f.ratio:.3g}", f"{f.p_value:.2g}", "; ".join(notes(f)))) + " |")
+                f.state, f.kind, _series(f), f"`{f.commit.short}` {f.commit.subject}", fmt.measured(f.before, f.unit),
+                fmt.measured(f.after, f.unit), f"x{f.ratio:.3g}", f"{f.p_value:.2g}", "; ".join(notes(f)))) + " |")
     return "\n".join(lines)
 
 
@@ -194,6 +186,11 @@ def to_json(report: CheckReport) -> dict:
                    "resolved": sum(1 for f in report.findings if f.state == "resolved")},
         "alerts": [finding_json(f) for f in report.findings],
     }
+
+
+def error_markdown(message: str, exit_code: int = 2) -> str:
+    """The Markdown a failed check writes where its summary was asked for (--markdown-out)."""
+    return f"**proofbench check failed** (exit status {exit_code}): {_cell(message)}"
 
 
 def error_json(message: str, exit_code: int = 2) -> dict:

@@ -133,16 +133,9 @@ def _plain_table(comparison):
         table.add_column(fmt.cell(column))
     for p in comparison.plain:
         params = ", ".join(f"{k}={v}" for k, v in p.params.items())
-        table.add_row(*map(fmt.cell, (p.benchmark, params, _value(p.a, p.unit), _value(p.b, p.unit),
+        table.add_row(*map(fmt.cell, (p.benchmark, params, fmt.measured(p.a, p.unit), fmt.measured(p.b, p.unit),
                                       f"{p.ratio:.3g}" if p.ratio is not None else p.note)))
     return table
-
-
-def _value(x: float | None, unit: str) -> str:
-    if x is None:
-        return "—"
-    kind = unit if unit in ("seconds", "bytes") else ""
-    return fmt.amount(x, kind) + ("" if kind else f" {unit}")
 
 
 def _cell(v) -> str:

@@ -111,6 +111,15 @@ def amount(x: float | None, kind: str) -> str:
     return shown(x)
 
 
+def measured(x: float | None, unit: str) -> str:
+    """A value in asv's `unit`: seconds and bytes scaled ('12.3 ms', '1.5 MiB'), any other
+    unit named after the number ('44.9 x')."""
+    if x is None:
+        return "—"
+    kind = unit if unit in ("seconds", "bytes") else ""
+    return amount(x, kind) + ("" if kind else f" {unit}")
+
+
 def when(x: dt.datetime | None) -> str:
     """A timestamp as 'YYYY-MM-DD HH:MM UTC' (naive ones are taken as UTC)."""
     if x is None:

@@ -175,7 +175,7 @@ def _quantity(s: Series) -> charts.Quantity:
 
 def _tip(commit: Commit, value: float, unit: str) -> str:
     when = commit.committed_at or commit.results_date
-    shown = fmt.amount(value, _kind(unit)) + ("" if unit in _QUANTITIES else f" {unit}")
+    shown = fmt.measured(value, unit)
     return " · ".join(filter(None, (commit.hash[:10], fmt.day(when) if when else "", fmt.short(commit.subject, 80),
                                     shown if math.isfinite(value) else "failed or skipped")))
 

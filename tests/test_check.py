@@ -286,6 +286,34 @@ def test_a_markdown_out_that_cannot_be_written_is_one_line_before_anything_is_ch
     assert check_json(step.url, capsys)[1]["counts"]["new_regressions"] == 1  # nothing was recorded
 
 
+def test_a_failed_check_leaves_no_earlier_summary_in_its_markdown_out(step, capsys, tmp_path):
+    # a nightly job publishes the file: last night's check must not pass for tonight's
+    summary = tmp_path / "check.md"
+    summary.write_text("last night's check\n")
+    status, report = check_json(step.url, capsys, "--since", "no-such-revision", "--markdown-out", str(summary))
+    assert status == 2 and summary.read_text() == f"**proofbench check failed** (exit status 2): {report['error']}\n"
+
+
+def test_a_mistyped_database_path_is_an_error_never_an_empty_database_that_passes(capsys, tmp_path):
+    # a check, a report or an alerts command given a SQLite file that is not there makes none
+    missing = tmp_path / "no-such-directory" / "nightly.sqlite"
+    status, report = check_json(f"sqlite:///{missing}", capsys)
+    assert status == 2 and report["error"] == (
+        f"sqlite:///{missing}: no such database; nothing has been measured into it (`proofbench run`, `history` or "
+        f"`ingest` make it; is the path right?)")
+    for argv in (["alerts", "list"], ["report", "--out", str(tmp_path / "site")], ["table"]):
+        assert cli.main([*argv, "--db", f"sqlite:///{missing}"]) == 2, argv
+        assert "no such database" in capsys.readouterr().err
+    assert not missing.parent.exists()
+
+
+def test_a_database_with_no_results_is_an_error_never_a_pass(sqlite_url, capsys):
+    History(sqlite_url)  # the schema, and nothing measured
+    status, report = check_json(sqlite_url, capsys)
+    assert status == 2 and report["error"].endswith("the database holds no results: nothing to check (measure first: "
+                                                    "`proofbench run` or `history`; or --db names another database)")
+
+
 def test_run_check_rejects_an_unknown_fail_on(step):
     from proofbench.errors import InputError
 

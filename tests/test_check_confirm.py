@@ -301,13 +301,27 @@ def test_the_bisect_command_lists_every_measurement_and_the_check():
 
     culprit = SimpleNamespace(hash="d0b2acd2f5eb0433", subject="Validate twice", author="Team")
     step = {"commit": "a" * 12, "value": 1.0e-3, "side": "before"}
-    alert = SimpleNamespace(id=3, culprit=culprit, bisection={
-        "between": 3, "seconds": 12.4, "steps": [step, step],
+    after = {"commit": "b" * 12, "value": 1.1e-3, "side": "after"}
+    alert = SimpleNamespace(id=3, culprit=culprit, benchmark=SimpleNamespace(unit="seconds"), bisection={
+        "between": 3, "seconds": 12.4, "steps": [step, step, after],
         "check": {"before": "a" * 12, "after": culprit.hash, "held": True, "steps": [step, step]}})
     head, *lines = bisected(alert).splitlines()
-    assert head == "alert 3: first bad commit d0b2acd2 'Validate twice' by Team (4 measurement(s) of 3 commit(s), 12 s)"
-    assert lines[2] == "checked: aaaaaaaa beside d0b2acd2 read at the old level"
-    assert len(lines) == 5 and all("aaaaaaaa" in line and "before" in line for line in lines[:2] + lines[3:])
+    assert head == ("alert 3: first bad commit d0b2acd2 'Validate twice' by Team (5 measurement(s) of 2 of the 3 "
+                    "commit(s) between, 12 s)")  # what was measured, of the commits the step lay among
+    assert lines[3] == "checked: aaaaaaaa beside d0b2acd2 read at the old level"
+    assert lines[2].split() == ["bbbbbbbb", "1.1", "ms", "after"]
+    assert len(lines) == 6 and all(line.split() == ["aaaaaaaa", "1", "ms", "before"] for line in lines[:2] + lines[4:])
+
+
+def test_a_bisection_of_a_speedup_shows_its_values_as_speedups_not_seconds():
+    from proofbench.reports.alerts import bisected
+
+    steps = [{"commit": "a" * 12, "value": 44.9, "side": "after"},
+             {"commit": "b" * 12, "value": None, "side": "failed"}]
+    alert = SimpleNamespace(id=4, culprit=None, benchmark=SimpleNamespace(unit="x"), bisection={
+        "between": 4, "seconds": 3.0, "first": "a" * 12, "last": "c" * 12, "steps": steps})
+    _, first, second = bisected(alert).splitlines()
+    assert first.split() == ["aaaaaaaa", "44.9", "x", "after"] and second.split() == ["bbbbbbbb", "failed", "failed"]
 
 
 def test_the_bisect_command_names_the_culprit_and_exits_by_what_it_found(suspect, monkeypatch, tmp_path, capsys):

@@ -51,3 +51,51 @@ def test_a_revision_that_looks_like_an_option_is_only_a_revision(repo, tmp_path)
 def test_not_a_checkout_is_one_line(tmp_path):
     with pytest.raises(InputError, match="not a git checkout"):
         git.head(tmp_path)
+
+
+def test_git_says_how_it_read_a_since_date(repo):
+    import datetime as dt
+
+    assert git.date_read(repo, "2026-11-01 00:00 +0000") == dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
+    before = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    assert git.date_read(repo, "not a date") >= before  # what git cannot read it takes as now
+
+
+def test_history_with_no_commits_since_a_date_says_how_git_read_it(repo):
+    from proofbench.pipeline import history
+
+    with pytest.raises(InputError) as raised:
+        history.commits(repo, "main", since="notadate")
+    assert "no commits in 'main' since 'notadate' (git reads it as " in str(raised.value)
+    assert "give a date, YYYY-MM-DD, or git's '7 days ago'" in str(raised.value)
+    with pytest.raises(InputError, match=r"^'HASHFILE: ' names no file \(expected HASHFILE:PATH, a file of commits"):
+        history.commits(repo, "main", "HASHFILE: ")
+
+
+def test_init_adds_what_proofbench_writes_to_gitignore_once(repo):
+    from proofbench.pipeline.scaffold import init
+
+    (repo / ".gitignore").write_text("*.pyc\n/.proofbench")  # no newline at its end; one entry named already
+    done = {w.path.name: w for w in init(repo)}
+    assert done[".gitignore"].added == (".asv/",)
+    assert (repo / ".gitignore").read_text() == "*.pyc\n/.proofbench\n.asv/\n"
+    again = {w.path.name: w for w in init(repo)}
+    assert not again[".gitignore"].written and not again[".gitignore"].added
+    (repo / ".gitignore").unlink()
+    fresh = {w.path.name: w for w in init(repo)}  # asv's configuration is the user's now: only proofbench's own
+    assert fresh[".gitignore"].written and (repo / ".gitignore").read_text() == ".proofbench/\n"
+
+
+def test_init_prints_each_path_whole_on_one_line(repo, capsys):
+    # a path folded at the console's width (80 columns where stderr is no terminal) cannot be copied
+    from proofbench import cli
+
+    deep = repo / ("a-checkout-path-longer-than-sixty-characters-to-catch-width-bugs-" * 2).rstrip("-")
+    deep.mkdir()
+    subprocess.run(["git", "-C", str(deep), "init", "-q", "-b", "main"], check=True, capture_output=True)
+    subprocess.run(["git", "-C", str(deep), "-c", "user.name=B", "-c", "user.email=b@example.invalid", "commit", "-q",
+                    "--allow-empty", "-m", "first"], check=True, capture_output=True)
+    assert cli.main(["init", str(deep)]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert f"wrote {deep / 'asv.conf.json'}" in lines and f"wrote {deep / 'proofbench.toml'}" in lines
+    assert len(f"wrote {deep / 'asv.conf.json'}") > 150

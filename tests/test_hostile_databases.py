@@ -211,6 +211,7 @@ def test_an_internal_error_is_exit_3_in_one_line_and_json_for_json_and_shows_no_
     from proofbench.analysis import check
 
     url = f"sqlite:///{tmp_path / 'db.sqlite'}?uri=true&password={SECRET}"
+    (tmp_path / "db.sqlite").touch()  # an empty database: a check refuses one that is not there
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError(f"boom while reading {url}\nsecond line")

@@ -164,6 +164,7 @@ def test_init_writes_the_project_file_and_asks_nothing(team):
         assert f"wrote {team['repo'] / name}" in init.stderr
     again = proofbench(team["repo"], "init")
     assert again.returncode == 0 and "wrote" not in again.stderr and "kept" in again.stderr
+    assert f"kept  {team['repo'] / '.gitignore'}" in init.stderr  # it names .asv/ and .proofbench/ already
 
 
 def test_run_measures_the_checkout_in_hand(team):
@@ -216,6 +217,18 @@ def test_the_gate_measures_the_slow_commit_against_its_parent_and_exits_1(team):
     kept = team["repo"] / ".proofbench" / "remeasure" / "discovered"  # rounds 3 and 4 read what 1 and 2 found
     assert sorted(p.name for p in kept.iterdir()) == sorted(f"{h}.json" for h in (before, slow))
     assert "features.Normalize.time_call" in {b["name"] for b in json.loads((kept / f"{slow}.json").read_text())}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["nosuchbranch"], "'nosuchbranch' names no commit"),
+    (["main", "nosuchhead"], "'nosuchhead' names no commit"),
+    (["HEAD", "HEAD"], "'HEAD' ({head}) is already in 'HEAD': its merge-base is itself, so there is nothing to "
+                       "measure it against (name the branch's head and its base)"),
+])
+def test_the_gate_refuses_a_base_or_head_it_cannot_measure_before_anything_runs(team, argv, message):
+    gate = proofbench(team["repo"], "gate", *argv)
+    assert gate.returncode == 2 and gate.stderr.count("\n") == 1, gate.stderr
+    assert gate.stderr.strip() == f"proofbench: {team['repo']}: " + message.format(head=team["hashes"][-1][:8])
 
 
 def test_without_a_project_file_the_message_says_proofbench_init(tmp_path):

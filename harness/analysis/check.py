@@ -50,6 +50,7 @@ from proofbench.analysis.tracker import overlap
 from proofbench.db.alerts import Alert, CheckRun, standing
 from proofbench.db.commits import place
 from proofbench.db.models import Commit
+from proofbench.db.session import location
 from proofbench.errors import InputError
 from proofbench.project import CheckSettings
 
@@ -143,7 +144,7 @@ def run_check(engine: Engine, branch: str, *, since: str | None = None, repo: Pa
               confirming: confirm.Confirming = confirm.Confirming()) -> CheckReport:
     """Check every series of `branch` with `settings` (default: the defaults of the project
     file); with `repo`, commits are placed on its first-parent history first, and a database
-    with results none of which could be placed is an InputError. Suspected steps are measured
+    with results none of which could be placed is an InputError, as is one with no results. Suspected steps are measured
     again as `confirming` says. With `record` False the check runs but stores nothing."""
     if fail_on not in FAIL_ON:
         raise InputError(f"check: fail_on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
@@ -152,6 +153,9 @@ def run_check(engine: Engine, branch: str, *, since: str | None = None, repo: Pa
     with Session(engine) as session:
         placed = place(session, _first_parent(repo, branch), branch) if repo else 0
         order = series_mod.order(session, branch)
+        if not order.commits:  # a nightly job's check that read nothing must not pass
+            raise InputError(f"{location(engine)}: the database holds no results: nothing to check (measure first: "
+                             f"`proofbench run` or `history`; or --db names another database)")
         if repo and "first-parent history" not in order.basis and order.commits:
             raise InputError(f"{repo}: none of the {len(order.commits)} commit(s) with results is on {branch}'s "
                              f"first-parent history (check --repo and --branch, or check without the repository "

@@ -55,7 +55,7 @@ def handle_answer(args: argparse.Namespace) -> int:
     from proofbench.reports import alerts as shown
 
     found = optional_project(args)
-    with Session(engine(args, found)) as session, session.begin():
+    with Session(engine(args, found, create=False)) as session, session.begin():
         row = answer(session, args.id, args.action, _who(args, found), args.note)
         print(shown.answered(row))
     return 0
@@ -68,7 +68,7 @@ def handle_withdraw(args: argparse.Namespace) -> int:
     from proofbench.reports import alerts as shown
 
     found = optional_project(args)
-    with Session(engine(args, found)) as session, session.begin():
+    with Session(engine(args, found, create=False)) as session, session.begin():
         print(shown.withdrawn(withdraw(session, args.id, _who(args, found))))
     return 0
 
@@ -80,7 +80,7 @@ def handle_list(args: argparse.Namespace) -> int:
     from proofbench.db.alerts import Alert
     from proofbench.reports import alerts as shown
 
-    with Session(engine(args)) as session:
+    with Session(engine(args, create=False)) as session:
         query = select(Alert).order_by(Alert.id)
         if not args.all:
             query = query.where(Alert.status.in_(("open", "suspected")))

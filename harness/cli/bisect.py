@@ -35,7 +35,7 @@ def handle(args: argparse.Namespace) -> int:
         raise InputError(f"--budget must be a positive number of seconds, got {args.budget:g}")
     found = project(args)
     ready = bench(found, args.profile)
-    with Session(engine(args, found)) as session, session.begin():
+    with Session(engine(args, found, create=False)) as session, session.begin():
         alert = find(session, args.id)
         say(f"bisecting alert {alert.id}: {alert.benchmark.name} between "
             f"{alert.previous_commit.hash[:8] if alert.previous_commit else 'the start'} and {alert.commit.hash[:8]}")

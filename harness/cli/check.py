@@ -6,6 +6,7 @@ with --format json). The JSON format is documented in docs/nightly.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 from pathlib import Path
@@ -60,12 +61,13 @@ def handle(args: argparse.Namespace) -> int:
     from proofbench.reports import check as shown
     from proofbench.reports.output import claim_file
 
+    claimed = False  # --markdown-out may be written: never a file it refuses
     try:
         if args.markdown_out is not None:
-            claim_file(args.markdown_out, "--markdown-out")
+            claimed = claim_file(args.markdown_out, "--markdown-out") is not None
         found = optional_project(args)
         repo, branch = _repository(args, found)
-        db = engine(args, found, write=not args.no_record)
+        db = engine(args, found, write=not args.no_record, create=False)
         if read_only(db):  # --no-record writes only what it throws away: into a copy
             db = scratch_copy(db)
         report = check.run_check(db, branch, since=args.since, repo=None if args.no_git else repo,
@@ -75,8 +77,11 @@ def handle(args: argparse.Namespace) -> int:
         if args.markdown_out is not None:
             _write(args.markdown_out, shown.markdown(report) + "\n")
     except Exception as exc:
+        code = exc.exit_code if isinstance(exc, ProofbenchError) else 3
+        if claimed:  # a job publishing the file must not publish an earlier night's check as tonight's
+            with contextlib.suppress(ProofbenchError):
+                _write(args.markdown_out, shown.error_markdown(error_line(exc, args), exit_code=code) + "\n")
         if args.format == "json":
-            code = exc.exit_code if isinstance(exc, ProofbenchError) else 3
             print(json.dumps(shown.error_json(error_line(exc, args), exit_code=code), indent=2))
         raise
     if args.format == "json":

@@ -16,10 +16,11 @@ console = Console(stderr=True, highlight=False, markup=False)  # text from data 
 
 
 def say(text: str, style: str | None = None) -> None:
-    """Print a line to stderr: text from data shows as written (control characters made visible)."""
+    """Print a line to stderr: text from data shows as written (control characters made visible),
+    never folded (a path split over two lines cannot be copied)."""
     from proofbench.reports.formatting import visible
 
-    console.print(visible(text), style=style)
+    console.print(visible(text), style=style, soft_wrap=True)
 
 
 def add_project_option(parser: argparse.ArgumentParser) -> None:
@@ -47,13 +48,15 @@ def optional_project(args: argparse.Namespace) -> Project | None:
     return project_file.require(given) if given is not None else project_file.find()
 
 
-def engine(args: argparse.Namespace, found: Project | None = None, write: bool = True):
+def engine(args: argparse.Namespace, found: Project | None = None, write: bool = True, create: bool = True):
     """An engine on the chosen database, its schema brought up to date; a command that only
-    reads passes `write=False` and then also works on a database it may not write."""
+    reads passes `write=False` and then also works on a database it may not write; a command that
+    works on what was measured passes `create=False`: a SQLite file that is not there is an error,
+    never a new empty database (a mistyped --db would let a nightly check pass on nothing)."""
     from proofbench.db.session import connect
 
     found = found if found is not None else optional_project(args)
-    return connect(project_file.database_url(getattr(args, "db", None), found), write=write)
+    return connect(project_file.database_url(getattr(args, "db", None), found), write=write, create=create)
 
 
 def error_line(exc: BaseException, args: argparse.Namespace) -> str:

@@ -37,9 +37,10 @@ def handle(args: argparse.Namespace) -> int:
     from proofbench.reports.output import claim_file
 
     found = optional_project(args)
+    _machines(args)
     if args.out:
         claim_file(args.out)
-    with Session(engine(args, found, write=False)) as session:
+    with Session(engine(args, found, write=False, create=False)) as session:
         comparison = _compared(session, args, found)
         if args.format == "html":
             output = shown.html(comparison, site=found.site if found is not None else None, out=args.out)
@@ -60,11 +61,15 @@ def _compared(session, args: argparse.Namespace, found):
 
     repo = found.root if found is not None else None
     if args.devices:
-        if args.machine_b is not None:
-            raise InputError(f"--devices compares one machine's devices: give one machine, not "
-                             f"{args.machine_a!r} and {args.machine_b!r}")
         known = profiles(found.profiles if found is not None else None)
         return compare_devices(session, args.machine_a, tuple(args.devices), known, args.commit, repo=repo)
-    if args.machine_b is None:
-        raise InputError("compare: give two machines (MACHINE_A MACHINE_B), or one with --devices cpu cuda")
     return compare(session, args.machine_a, args.machine_b, args.commit, repo=repo)
+
+
+def _machines(args: argparse.Namespace) -> None:
+    # the machines named as the comparison asks, before any database is opened
+    if args.devices and args.machine_b is not None:
+        raise InputError(f"--devices compares one machine's devices: give one machine, not "
+                         f"{args.machine_a!r} and {args.machine_b!r}")
+    if not args.devices and args.machine_b is None:
+        raise InputError("compare: give two machines (MACHINE_A MACHINE_B), or one with --devices cpu cuda")

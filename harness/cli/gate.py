@@ -45,10 +45,14 @@ def handle(args: argparse.Namespace) -> int:
     found = project(args)
     layout = Layout.of(found)
     repo = history.repository(layout)
-    head = git.rev_parse(repo, args.head)
-    if head is None:
-        raise InputError(f"{repo}: {args.head!r} names no commit")
+    given, head = (git.rev_parse(repo, rev) for rev in (args.base, args.head))
+    for rev, full in ((args.base, given), (args.head, head)):
+        if full is None:
+            raise InputError(f"{repo}: {rev!r} names no commit")
     base = git.merge_base(repo, args.base, head)
+    if base == head:  # nothing on the branch that the base lacks: a commit would be measured against itself
+        raise InputError(f"{repo}: {args.head!r} ({head[:8]}) is already in {args.base!r}: its merge-base is itself, "
+                         f"so there is nothing to measure it against (name the branch's head and its base)")
     catalogue = load_catalogue(found)
     regenerate(catalogue, layout)
     index = benchmark_index(catalogue.registry)

@@ -18,6 +18,9 @@ def handle(args: argparse.Namespace) -> int:
     from proofbench.pipeline.scaffold import init
 
     for item in init(args.directory):
-        say(f"{'wrote' if item.written else 'kept '} {item.path}")
+        if item.added:
+            say(f"added {', '.join(item.added)} to {item.path}")
+        else:
+            say(f"{'wrote' if item.written else 'kept '} {item.path}")
     say("next: declare your subjects in the subjects module, then `proofbench run`")
     return 0

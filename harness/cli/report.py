@@ -22,7 +22,7 @@ def handle(args: argparse.Namespace) -> int:
 
     found = optional_project(args)
     out = args.out or (found.site if found is not None else Path.cwd() / DEFAULT_WORKDIR / "site")
-    index = render(engine(args, found, write=False), out)
+    index = render(engine(args, found, write=False, create=False), out)
     print(index)
     if args.open:
         webbrowser.open(index.as_uri())

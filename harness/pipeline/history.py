@@ -107,18 +107,27 @@ def commits(repo: Path, branch: str, spec: str | None = None, since: str | None 
     first_parents = git.first_parent(repo, branch)
     on_branch = set(first_parents)
     if spec and spec.startswith(HASHFILE):
+        if not spec[len(HASHFILE):].strip():
+            raise InputError(f"{spec!r} names no file (expected {HASHFILE}PATH, a file of commits one a line)")
         named = _listed(repo, Path(spec[len(HASHFILE):]).expanduser())
         in_order = git.first_parent(repo, branch, since) if since else first_parents
         found = tuple(c for c in in_order if c in named) + tuple(sorted(named - on_branch))
     else:
         found = tuple(git.first_parent(repo, spec or branch, since))
     if not found:
-        raise InputError(f"{repo}: no commits in {spec or branch!r}" + (f" since {since}" if since else ""))
+        raise InputError(f"{repo}: no commits in {spec or branch!r}" + (_since_read(repo, since) if since else ""))
     stray = [c for c in found if c not in on_branch]
     if stray:
         raise InputError(f"{repo}: commit {stray[0][:8]} of {spec or branch!r} is not on {branch}'s first-parent "
                          f"history (series follow one branch; pass --branch)")
     return found
+
+
+def _since_read(repo: Path, since: str) -> str:
+    # ' since ...', with the moment git read it as: git reads text it cannot parse as now
+    when = git.date_read(repo, since)
+    return f" since {since!r}" + (f" (git reads it as {when:%Y-%m-%d %H:%M} UTC; give a date, YYYY-MM-DD, or "
+                                  f"git's '7 days ago')" if when else "")
 
 
 def _listed(repo: Path, path: Path) -> set[str]:

@@ -1,5 +1,7 @@
 """Sets a repository up for proofbench (`proofbench init`): the project file, asv's configuration when
-there is none, and a subjects module to start from. It asks nothing and never overwrites a file.
+there is none, and a subjects module to start from. It asks nothing and never overwrites a file; the
+directories it makes (its database and site, and asv's environments and results where it wrote asv's
+configuration) are added to `.gitignore` where it does not name them yet.
 
 An existing asv.conf.json and suite are used as they are: the subjects module goes into the suite
 directory asv already reads (`benchmark_dir`), where asv's benchmark processes import it too.
@@ -88,10 +90,12 @@ register(Subject(
 
 @dataclass(frozen=True)
 class Written:
-    """What `init` did with one file: wrote it, or found it there and left it."""
+    """What `init` did with one file: wrote it, or found it there and left it; `added`, the lines
+    it added to a file that was there (.gitignore)."""
 
     path: Path
     written: bool
+    added: tuple[str, ...] = ()
 
 
 def init(root: Path) -> list[Written]:
@@ -110,7 +114,23 @@ def init(root: Path) -> list[Written]:
            _write(root / FILE, _PROJECT.format(suite=suite, module=module), taken=_has_table(root / PYPROJECT)),
            _write(root / suite / "__init__.py", '"""asv\'s benchmark suite: proofbench writes its modules here."""\n'),
            _write(root / suite / "subjects.py", _SUBJECTS)]
-    return out
+    made = [".asv/"] if out[0].written else []  # an asv configuration of the user's keeps its own places
+    return [*out, _ignore(root / ".gitignore", [*made, ".proofbench/"])]
+
+
+def _ignore(path: Path, entries: list[str]) -> Written:
+    # `entries` added to the .gitignore at `path` where no line names them yet
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read it ({exc}); add {', '.join(entries)} to it yourself") from None
+    named = {line.strip().strip("/") for line in text.splitlines()}
+    missing = tuple(e for e in entries if e.strip("/") not in named)
+    if not missing:
+        return Written(path, False)
+    path.write_text(text + ("\n" if text and not text.endswith("\n") else "") + "".join(f"{e}\n" for e in missing),
+                    encoding="utf-8")
+    return Written(path, not text, () if not text else missing)
 
 
 def _suite(config: Path) -> str:
