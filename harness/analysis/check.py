@@ -156,7 +156,7 @@ def run_check(engine: Engine, branch: str, *, since: str | None = None, repo: Pa
         if not order.commits:  # a nightly job's check that read nothing must not pass
             raise InputError(f"{location(engine)}: the database holds no results: nothing to check (measure first: "
                              f"`proofbench run` or `history`; or --db names another database)")
-        if repo and "first-parent history" not in order.basis and order.commits:
+        if repo and "first-parent history" not in order.basis:
             raise InputError(f"{repo}: none of the {len(order.commits)} commit(s) with results is on {branch}'s "
                              f"first-parent history (check --repo and --branch, or check without the repository "
                              f"to order commits by the results' dates)")

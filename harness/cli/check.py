@@ -64,7 +64,8 @@ def handle(args: argparse.Namespace) -> int:
     claimed = False  # --markdown-out may be written: never a file it refuses
     try:
         if args.markdown_out is not None:
-            claimed = claim_file(args.markdown_out, "--markdown-out") is not None
+            claim_file(args.markdown_out, "--markdown-out")
+            claimed = True
         found = optional_project(args)
         repo, branch = _repository(args, found)
         db = engine(args, found, write=not args.no_record, create=False)

@@ -45,8 +45,8 @@ def handle(args: argparse.Namespace) -> int:
     found = project(args)
     layout = Layout.of(found)
     repo = history.repository(layout)
-    given, head = (git.rev_parse(repo, rev) for rev in (args.base, args.head))
-    for rev, full in ((args.base, given), (args.head, head)):
+    base_hash, head = (git.rev_parse(repo, rev) for rev in (args.base, args.head))
+    for rev, full in ((args.base, base_hash), (args.head, head)):
         if full is None:
             raise InputError(f"{repo}: {rev!r} names no commit")
     base = git.merge_base(repo, args.base, head)

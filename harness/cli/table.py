@@ -25,7 +25,7 @@ def add_parser(sub) -> None:
 def handle(args: argparse.Namespace) -> int:
     from proofbench.reports import table
 
-    found = table.lines(engine(args, optional_project(args), create=False), machine=args.machine)
+    found = table.lines(engine(args, optional_project(args), write=False, create=False), machine=args.machine)
     if args.format == "json":
         print(json.dumps(table.as_json(found), indent=2))
     elif args.format == "markdown":
