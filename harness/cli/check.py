@@ -78,12 +78,12 @@ def handle(args: argparse.Namespace) -> int:
         if args.markdown_out is not None:
             _write(args.markdown_out, shown.markdown(report) + "\n")
     except Exception as exc:
-        code = exc.exit_code if isinstance(exc, ProofbenchError) else 3
+        code, line = exc.exit_code if isinstance(exc, ProofbenchError) else 3, error_line(exc, args)
         if claimed:  # a job publishing the file must not publish an earlier night's check as tonight's
             with contextlib.suppress(ProofbenchError):
-                _write(args.markdown_out, shown.error_markdown(error_line(exc, args), exit_code=code) + "\n")
+                _write(args.markdown_out, shown.error_markdown(line, exit_code=code) + "\n")
         if args.format == "json":
-            print(json.dumps(shown.error_json(error_line(exc, args), exit_code=code), indent=2))
+            print(json.dumps(shown.error_json(line, exit_code=code), indent=2))
         raise
     if args.format == "json":
         print(json.dumps(shown.to_json(report), indent=2))

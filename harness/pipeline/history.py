@@ -107,9 +107,10 @@ def commits(repo: Path, branch: str, spec: str | None = None, since: str | None 
     first_parents = git.first_parent(repo, branch)
     on_branch = set(first_parents)
     if spec and spec.startswith(HASHFILE):
-        if not spec[len(HASHFILE):].strip():
+        listed = spec[len(HASHFILE):]
+        if not listed.strip():
             raise InputError(f"{spec!r} names no file (expected {HASHFILE}PATH, a file of commits one a line)")
-        named = _listed(repo, Path(spec[len(HASHFILE):]).expanduser())
+        named = _listed(repo, Path(listed).expanduser())
         in_order = git.first_parent(repo, branch, since) if since else first_parents
         found = tuple(c for c in in_order if c in named) + tuple(sorted(named - on_branch))
     else:
