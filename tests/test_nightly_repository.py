@@ -243,9 +243,11 @@ def test_a_range_measured_every_4th_commit_is_bisected_to_the_exact_commit(night
     for alert in new:
         _bisected(alert, hashes)
     named = [a for a in new if a["culprit"] is not None]
-    if not named:
-        pytest.skip("the every-4th range: this machine is noisier than the 10% step, and each bisection said it "
-                    f"cannot tell: {[a['bisection'] for a in new]}")
+    if not named:  # a bisection may not tell where its spread is over a third of the step, or time ran out
+        found = [a["bisection"] for a in new]
+        assert all("error" in b or b.get("stopped") == "budget" or b["spread"] > STEP / 3 for b in found), found
+        pytest.skip(f"the every-4th range: this machine is noisier than the 10% step, and each bisection said it "
+                    f"cannot tell: {found}")
     assert (repo / ".proofbench" / "bisect" / "discovered" / f"{hashes[LAST]}.json").is_file()  # the reference's
 
 
