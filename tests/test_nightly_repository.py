@@ -18,11 +18,11 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-import statistics
 
 import pytest
 from test_own_repository import PROFILES, PYPROJECT, _commit, _git, proofbench
 
+from proofbench.analysis.shift import prepare
 from proofbench.run_level import run_level
 
 pytestmark = pytest.mark.slow
@@ -128,46 +128,50 @@ def _too_noisy(report: dict) -> str | None:
 
 
 def _spreads(url: str, hashes: list[str]) -> dict[str, float]:
-    """Each variant's spread over the commits before SLOW: the standard deviation of the logs of
-    their levels as the check reads them (`run_level`: each run's low tail)."""
+    """Each variant's noise over the commits before SLOW, as the check's detector reads it: the
+    scale of the successive differences of the logs of their levels (`run_level`: each run's
+    low tail), one wild point clipped (a plain standard deviation of ten quiet points and one 30%
+    slow read 6.5% in a CI run; this reads it 1-2%, and 20-25% where half the runs were slow)."""
     where = {h: i for i, h in enumerate(hashes)}
-    logs: dict[str, list[float]] = {}
+    levels: dict[str, list[tuple[int, float]]] = {}
     with sqlite3.connect(url.removeprefix("sqlite:///")) as db:
         rows = db.execute("SELECT c.hash, r.params, r.value, r.samples FROM results r JOIN commits c ON c.id = "
                           "r.commit_id JOIN benchmarks b ON b.id = r.benchmark_id WHERE b.name LIKE '%.time_call' "
                           "AND r.status = 'ok'").fetchall()
     for commit, params, value, samples in rows:
-        level = run_level(value, json.loads(samples) if samples else None)
-        if where.get(commit, SLOW) < SLOW and level:
-            logs.setdefault(json.loads(params)["variant"], []).append(math.log(level))
-    return {variant: statistics.stdev(values) for variant, values in logs.items()}
+        if where.get(commit, SLOW) < SLOW:
+            level = run_level(value, json.loads(samples) if samples else None)
+            levels.setdefault(json.loads(params)["variant"], []).append((where[commit], level))
+    return {variant: prepare([level for _, level in sorted(points)], None).sigma
+            for variant, points in levels.items()}
 
 
 def _skip_unless_quiet(report: dict, url: str, hashes: list[str], what: str) -> None:
     """Skip, saying why, where this machine could not tell the step, and assert that it could
     not: the confirmation too wide to decide, or no suspect where the points before the step
-    spread more than a third of it (a quieter history must have its step suspected: a 10% step
-    three standard deviations out goes unsuspected in both series about 0.2% of the time)."""
+    show a noise over a third of it (`_spreads`; a quieter history must have its step suspected:
+    a 10% step three noise scales out goes unsuspected in both series about 0.2% of the time)."""
     why = _too_noisy(report)
     if why is None:
         spreads = _spreads(url, hashes)
         suspected = [a for a in _time_regressions(report) if a["state"] == "suspected"]
         assert not suspected and min(spreads.values()) > math.log(1 + STEP) / 3, (_told(report), spreads)
-        why = "the points before it spread " + ", ".join(
+        why = "the noise of the points before it reads " + ", ".join(
             f"{100 * sd:.1f}% ({variant})" for variant, sd in sorted(spreads.items()))
     pytest.skip(f"{what}: this machine is noisier than the 10% step here, and proofbench said so ({why})")
 
 
 def _skip_where_noisier_than_the_step(url: str, hashes: list[str]) -> None:
     """Skip the night of the step and the every-4th range where the nights before it already
-    show the machine noisier than the step: every series' points spread more than a third of it.
-    Such a machine buries a 10% step one point old (a shared runner whose other tenants slowed
-    every process by a third for seconds at a time spread them 11%), and measuring on would
-    cost minutes to learn nothing more."""
+    show the machine noisier than the step: every series' noise (`_spreads`) over a third of it.
+    Such a machine buries a 10% step one point old (where a shared runner's other tenants slowed
+    every process by a third for seconds at a time, the noise read 20-25%), and measuring on
+    would cost minutes to learn nothing more."""
     spreads = _spreads(url, hashes)
     if min(spreads.values()) > math.log(1 + STEP) / 3:
-        pytest.skip(f"this machine is noisier than the 10% step: the {len(hashes)} nights' points before it spread "
-                    + ", ".join(f"{100 * sd:.1f}% ({variant})" for variant, sd in sorted(spreads.items())))
+        read = ", ".join(f"{100 * sd:.1f}% ({variant})" for variant, sd in sorted(spreads.items()))
+        pytest.skip(f"this machine is noisier than the 10% step: the {len(hashes)} nights' points before it read "
+                    f"a noise of {read}")
 
 
 @pytest.fixture(scope="module")
