@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
 import statistics
 
 import pytest
+from sqlalchemy.orm import Session
 from test_own_repository import PROFILES, PYPROJECT, _commit, _git, proofbench
 
+from proofbench.analysis import series
 from proofbench.analysis.shift import prepare
-from proofbench.run_level import run_level
+from proofbench.db.session import connect
 
 pytestmark = pytest.mark.slow
 
@@ -155,51 +156,41 @@ def _noise(confirmation: dict) -> float:
 
 def _spreads(url: str, hashes: list[str]) -> dict[str, float]:
     """Each variant's noise over the commits before SLOW, as the check's detector reads it: the
-    scale of the successive differences of the logs of their levels (`run_level`: each run's
-    low tail), one wild point clipped (a plain standard deviation of ten quiet points and one 30%
-    slow read 6.5% in a CI run; this reads it 1-2%, and 20-25% where half the runs were slow)."""
-    where = {h: i for i, h in enumerate(hashes)}
-    levels: dict[str, list[tuple[int, float]]] = {}
-    with sqlite3.connect(url.removeprefix("sqlite:///")) as db:
-        rows = db.execute("SELECT c.hash, r.params, r.value, r.samples FROM results r JOIN commits c ON c.id = "
-                          "r.commit_id JOIN benchmarks b ON b.id = r.benchmark_id WHERE b.name LIKE '%.time_call' "
-                          "AND r.status = 'ok'").fetchall()
-    for commit, params, value, samples in rows:
-        if where.get(commit, SLOW) < SLOW:
-            level = run_level(value, json.loads(samples) if samples else None)
-            levels.setdefault(json.loads(params)["variant"], []).append((where[commit], level))
-    return {variant: prepare([level for _, level in sorted(points)], None).sigma
-            for variant, points in levels.items()}
+    scale (`prepare(...).sigma`) of the successive differences of the logs of their levels
+    (`Series.levels`: each run's low tail), one wild point clipped (a plain standard deviation
+    of ten quiet points and one 30% slow read 6.5% in a CI run; this reads it 1-2%, and 20-25%
+    where half the runs were slow)."""
+    before = set(hashes[:SLOW])
+    engine = connect(url, write=False, create=False)
+    try:
+        with Session(engine) as session:
+            found = [s for s in series.load(session, "main") if s.metric == "time"]
+    finally:
+        engine.dispose()
+    return {s.params["variant"]: prepare([level for p, level in zip(s.points, s.levels) if p.commit.hash in before],
+                                         None).sigma for s in found}
+
+
+def _noise_before(url: str, hashes: list[str]) -> tuple[bool, str]:
+    """Whether every series' noise before the step (`_spreads`) is over NOISY, and the reading."""
+    spreads = _spreads(url, hashes)
+    read = ", ".join(f"{100 * sd:.1f}% ({variant})" for variant, sd in sorted(spreads.items()))
+    return min(spreads.values()) > NOISY, f"the commits measured before it read a noise of {read}"
 
 
 def _skip_unless_quiet(report: dict, url: str, hashes: list[str], what: str) -> None:
     """Skip, saying why, where this machine could not tell the step, and assert that it could
     not: the confirmation too wide to decide (`_too_noisy`), or no suspect where the points
-    before the step show a noise over NOISY (`_spreads`; a quieter history must have its step
-    suspected: a 10% step three noise scales out goes unsuspected in both series about 0.2% of
-    the time). On the night the step lands the second cannot skip: the fixture read the same
+    before the step show a noise over NOISY (`_noise_before`; a quieter history must have its
+    step suspected: a 10% step three noise scales out goes unsuspected in both series about 0.2%
+    of the time). On the night the step lands the second cannot skip: the fixture read the same
     points the night before."""
     why = _too_noisy(report)
     if why is None:
-        spreads = _spreads(url, hashes)
         suspected = [a for a in _time_regressions(report) if a["state"] == "suspected"]
-        assert not suspected and min(spreads.values()) > NOISY, (_told(report), spreads)
-        why = "the noise of the points before it reads " + ", ".join(
-            f"{100 * sd:.1f}% ({variant})" for variant, sd in sorted(spreads.items()))
+        noisier, why = _noise_before(url, hashes)
+        assert not suspected and noisier, (_told(report), why)
     pytest.skip(f"{what}: this machine is noisier than the 10% step here, and proofbench said so ({why})")
-
-
-def _skip_where_noisier_than_the_step(url: str, hashes: list[str]) -> None:
-    """Skip the night of the step and the every-4th range where the nights before it already
-    show the machine noisier than the step: every series' noise (`_spreads`) over a third of it.
-    Such a machine buries a 10% step one point old (where a shared runner's other tenants slowed
-    every process by a third for seconds at a time, the noise read 20-25%), and measuring on
-    would cost minutes to learn nothing more."""
-    spreads = _spreads(url, hashes)
-    if min(spreads.values()) > NOISY:
-        read = ", ".join(f"{100 * sd:.1f}% ({variant})" for variant, sd in sorted(spreads.items()))
-        pytest.skip(f"this machine is noisier than the 10% step: the {len(hashes)} commits measured before it read "
-                    f"a noise of {read}")
 
 
 @pytest.fixture(scope="module")
@@ -225,8 +216,10 @@ def nights(tmp_path_factory):
                                   files))
         measured = proofbench(repo, "history", "--profile", "nightly", "--db", url)
         assert measured.returncode == 0, measured.stderr[-3000:]
-        if night == BEFORE - 1:
-            _skip_where_noisier_than_the_step(url, hashes)
+        if night == BEFORE - 1:  # a machine that buries the step already shows it: measuring on would learn nothing
+            noisier, reading = _noise_before(url, hashes)
+            if noisier:
+                pytest.skip(f"this machine is noisier than the 10% step: {reading}")
         if night >= BEFORE - 1:  # checked the night before the step and its night, as the job checks
             checks[night] = proofbench(repo, "check", "--format", "json", "--profile", "nightly", *CONFIRMING,
                                        "--db", url)
