@@ -64,6 +64,9 @@ class Alert(Base):
     after: Mapped[float] = mapped_column(Float)
     p_value: Mapped[float] = mapped_column(Float)
     score: Mapped[float] = mapped_column(Float)
+    # the step as the detector estimated it, signed (+0.045: 4.5% up): what min_step is held
+    # against; the levels' ratio can read less beside a slope. None: raised before it was kept
+    step: Mapped[float | None] = mapped_column(Float, nullable=True)
     status: Mapped[str] = mapped_column(String(10), default="open")
     raised_by_id: Mapped[int] = mapped_column(ForeignKey("check_runs.id"))
     seen_by_id: Mapped[int] = mapped_column(ForeignKey("check_runs.id"))

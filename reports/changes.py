@@ -164,7 +164,10 @@ class CheckInfo:
 
 
 def _note(a: Alert) -> str:
-    return "; ".join(check_words.note_lines(a.confirmation, a.culprit, a.bisection, answer_words(a)))
+    ratio = a.after / a.before if a.before > 0 and a.after > 0 else math.nan
+    shown = check_words.estimated(a.step, ratio)
+    return "; ".join(([shown] if shown else []) +
+                     check_words.note_lines(a.confirmation, a.culprit, a.bisection, answer_words(a)))
 
 
 def stored(session: Session, rank: dict[int, int]) -> tuple[CheckInfo, dict[tuple, list[Step]]] | None:

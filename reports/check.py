@@ -24,7 +24,17 @@ def _series(f) -> str:
 
 def _change(f) -> str:
     return (f"{fmt.measured(f.before, f.unit)} -> {fmt.measured(f.after, f.unit)} (x{f.ratio:.3g}, "
-            f"{f.ratio - 1:+.1%}), p={f.p_value:.2g}")
+            f"{f.ratio - 1:+.1%}{_clause(estimated(f.step, f.ratio))}), p={f.p_value:.2g}")
+
+
+def estimated(step: float | None, ratio: float) -> str:
+    """The detector's estimate of a step where its levels' ratio reads it otherwise (beside a
+    slope, or with a wild point in a short window), by a point and a quarter of the step or
+    more: the figure the floor was held against ('' where the ratio says the same)."""
+    if step is None or not math.isfinite(step) or \
+            (math.isfinite(ratio) and abs(step - (ratio - 1)) < max(0.01, abs(step) / 4)):
+        return ""
+    return f"the step estimated at {step:+.1%}"
 
 
 def _heading(report) -> str:
@@ -32,7 +42,10 @@ def _heading(report) -> str:
         if report.previous_check else "first check"
     since = f", since {report.since}" if report.since else ""
     order = f" ordered by {' then '.join(report.order)}" if report.order else ""
-    return f"proofbench check: branch {report.branch}{since}, {report.series} series{order}, {previous}"
+    unchecked = (f" ({report.unchecked} series with no result on {report.branch}'s first-parent history not "
+                 f"checked: ingest their results with --repo of their repository, or check them apart)"
+                 if report.unchecked else "")
+    return f"proofbench check: branch {report.branch}{since}, {report.series} series{order}{unchecked}, {previous}"
 
 
 def _totals(report) -> str:
@@ -111,7 +124,7 @@ def text(report) -> str:
     """The terminal report: one block per alert, new ones first."""
     lines = [_heading(report)]
     for f in report.findings:
-        lines.append(f"{f.state.upper():9} {f.kind:11} {_series(f)}")
+        lines.append(f"{f.state.upper():9} {f.kind:11} {_alert(f)}{_series(f)}")
         place = (f"position {f.commit.position}" if f.commit.position is not None
                  else f"commit #{f.commit.rank + 1} by date")
         lines.append(f"    starts at {f.commit.short} {f.commit.subject!r} ({place}); {_change(f)}")
@@ -120,6 +133,11 @@ def text(report) -> str:
         lines += [f"    {line}" for line in notes(f)]
     lines.append(_totals(report))
     return fmt.visible("\n".join(lines))
+
+
+def _alert(f: Finding) -> str:
+    # the id `alerts ack|accept` answer it by ('' where the check stored nothing)
+    return f"alert {f.id}: " if f.id is not None else ""
 
 
 def _cell(value: str) -> str:
@@ -135,8 +153,9 @@ def markdown(report) -> str:
                   "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for f in report.findings:
             lines.append("| " + " | ".join(_cell(c) for c in (
-                f.state, f.kind, _series(f), f"`{f.commit.short}` {f.commit.subject}", fmt.measured(f.before, f.unit),
-                fmt.measured(f.after, f.unit), f"x{f.ratio:.3g}", f"{f.p_value:.2g}", "; ".join(notes(f)))) + " |")
+                f.state, f.kind, _alert(f) + _series(f), f"`{f.commit.short}` {f.commit.subject}",
+                fmt.measured(f.before, f.unit), fmt.measured(f.after, f.unit),
+                f"x{f.ratio:.3g}{_clause(estimated(f.step, f.ratio))}", f"{f.p_value:.2g}", "; ".join(notes(f)))) + " |")
     return "\n".join(lines)
 
 
@@ -164,7 +183,7 @@ def finding_json(f: Finding) -> dict:
         "first_reported": {"check": f.first_check, "at": f.first_reported_at},
         "resolved_at": _commit_json(f.resolved_at),
         "confirmation": f.confirmation, "culprit": _commit_json(f.culprit), "bisection": f.bisection,
-        "answer": f.answer,
+        "answer": f.answer, "step": _number(f.step),
     }
 
 
@@ -177,7 +196,8 @@ def to_json(report: CheckReport) -> dict:
         "check": {"id": report.check_id, "at": report.at, "branch": report.branch, "since": report.since,
                   "recorded": report.recorded, "fail_on": report.fail_on, "order": list(report.order),
                   "previous": {"id": previous[0], "at": previous[1]} if previous else None},
-        "counts": {"series": report.series, "new_regressions": report.count("new", True),
+        "counts": {"series": report.series, "unchecked_series": report.unchecked,
+                   "new_regressions": report.count("new", True),
                    "new_improvements": report.count("new", False),
                    "still_open_regressions": report.count("open", True),
                    "still_open_improvements": report.count("open", False),

@@ -230,6 +230,35 @@ def test_check_with_a_repository_that_holds_none_of_the_commits_is_an_error(synt
     assert main(["check", "--repo", str(other), "--db", url]) == 2
     err = capsys.readouterr().err
     assert re.search(r"none of the 18 commit\(s\) with results is on main's first-parent history", err)
+    # placed on the right repository's history before: the wrong one is still an error, not a pass
+    assert main(["ingest", str(synthetic["results"]), "--repo", str(synthetic["repo"]), "--db", url]) == 0
+    capsys.readouterr()
+    assert main(["check", "--repo", str(other), "--no-confirm", "--db", url]) == 2
+    assert re.search(r"none of the 18 commit\(s\) with results is on main's first-parent history",
+                     capsys.readouterr().err)
+
+
+def test_check_says_how_many_series_lie_off_the_branch_it_checks(synthetic, tmp_path, capsys):
+    """Series whose results all lie off the branch's first-parent history (another project's,
+    ingested into the same database without its repository) are not checked, and the check
+    says so instead of leaving them out without a word."""
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    repo = str(synthetic["repo"])
+    assert main(["ingest", str(synthetic["results"]), "--repo", repo, "--db", url]) == 0
+    elsewhere = tmp_path / "elsewhere" / "laptop"
+    elsewhere.mkdir(parents=True)
+    doc = json.loads(next((synthetic["results"] / "box").glob("*.json")).read_text())
+    doc.update(commit_hash="ab" * 20, params={"machine": "laptop"})
+    (elsewhere / "abababab-virtualenv-py3.11.json").write_text(json.dumps(doc))
+    assert main(["ingest", str(elsewhere.parent), "--db", url]) == 0
+    capsys.readouterr()
+    assert main(["check", "--repo", repo, "--no-confirm", "--no-record", "--format", "json", "--db", url]) == 1
+    counts = json.loads(capsys.readouterr().out)["counts"]
+    assert (counts["series"], counts["unchecked_series"]) == (1, 1)
+    assert main(["check", "--repo", repo, "--no-confirm", "--no-record", "--db", url]) == 1
+    heading = capsys.readouterr().out.splitlines()[0]
+    assert "1 series ordered by first-parent history (1 series with no result on main's first-parent history " \
+           "not checked" in heading
 
 
 def test_check_reads_asv_configurations_with_comments(synthetic, tmp_path, capsys):

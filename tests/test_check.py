@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import math
 
 import numpy as np
 import pytest
@@ -111,7 +112,7 @@ def test_a_flat_history_exits_0_with_the_documented_shape(sqlite_url, capsys):
     assert set(report["check"]) == {"id", "at", "branch", "since", "recorded", "fail_on", "order", "previous"}
     assert report["check"]["branch"] == "main" and report["check"]["previous"] is None
     assert report["check"]["order"] == ["first-parent history"]
-    assert report["counts"] == {"series": 2, "new_regressions": 0, "new_improvements": 0,
+    assert report["counts"] == {"series": 2, "unchecked_series": 0, "new_regressions": 0, "new_improvements": 0,
                                 "still_open_regressions": 0, "still_open_improvements": 0, "suspected": 0,
                                 "dropped": 0, "resolved": 0}
     assert report["alerts"] == []
@@ -123,7 +124,7 @@ def test_a_slowdown_is_a_new_regression_naming_its_commit(step, capsys):
     (alert,) = report["alerts"]
     assert set(alert) == {"id", "state", "kind", "series", "commit", "previous_commit", "before", "after", "ratio",
                           "p_value", "score", "first_reported", "resolved_at", "confirmation", "culprit", "bisection",
-                          "answer"}
+                          "answer", "step"}
     assert (alert["state"], alert["kind"]) == ("new", "regression")
     assert (alert["confirmation"], alert["culprit"], alert["bisection"], alert["answer"]) == (None,) * 4
     assert alert["series"] == {"machine": "box", "environment": "virtualenv-py3.11", "benchmark": TIME,
@@ -268,6 +269,28 @@ def test_text_and_markdown_name_the_commit_and_the_change(step, capsys, fmt):
     out = capsys.readouterr().out
     assert _hash(10)[:8] in out and "Change number 10" in out and TIME in out
     assert "1 new regression(s)" in out and ("| new | regression |" in out) == (fmt == "markdown")
+    (alert_id,) = check_json(step.url, capsys)[1]["alerts"][0]["id"],
+    assert f"alert {alert_id}: {TIME}" in out  # the id `alerts ack` takes
+    assert "estimated at" not in out  # levels 30% apart, the estimate too: one figure
+
+
+def test_a_step_beside_a_slope_shows_the_estimate_the_floor_was_held_against(sqlite_url, capsys, tmp_path):
+    """A 4% step on a history falling 0.15% a commit: the medians of its sides read about 1%
+    down (each side's median sits mid-slope), while the detector, the slope taken out, reads a
+    4% rise, the figure the 3% floor let through. Both are shown, never a lone "-1.0%" under a
+    regression that the floor is said to hold at 3%."""
+    h = History(sqlite_url)
+    for i in range(60):
+        h.night(i, {TIME: 1e-3 * math.exp(-0.0015 * i) * (1.04 if i >= 30 else 1.0)})
+    code, doc = check_json(sqlite_url, capsys, "--no-confirm")
+    (alert,) = doc["alerts"]
+    assert code == 1 and alert["kind"] == "regression" and alert["ratio"] < 1
+    assert alert["step"] == pytest.approx(0.04, abs=0.01)
+    _check(sqlite_url, "--no-confirm", fmt="text")
+    assert f"-{100 * (1 - alert['ratio']):.1f}%; the step estimated at +{100 * alert['step']:.1f}%)" \
+        in capsys.readouterr().out
+    assert cli.main(["report", "--out", str(tmp_path / "site"), "--db", sqlite_url]) == 0
+    assert f"the step estimated at +{100 * alert['step']:.1f}%" in (tmp_path / "site" / "regressions.html").read_text()
 
 
 def test_one_check_writes_its_markdown_view_beside_its_json(step, capsys, tmp_path):

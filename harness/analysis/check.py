@@ -1,12 +1,12 @@
 """The nightly check: change points in every series, remembered as alerts across checks.
 
 Each check runs `proofbench.analysis.detect.detect` over every series of one branch (first-parent
-order, or the results' dates where no commit is placed on it; see `proofbench.analysis.series`)
-with the thresholds of the project file's `[check]` table (`proofbench.project.CheckSettings`: the
-smallest step reported, the significance level, the shift from which a step too new to decide is
-suspected, and per benchmark pattern any of these and the direction: for a
-plain asv benchmark an increase is a regression unless a rule says higher is better), and
-compares what it finds with the alerts earlier checks raised (`db.alerts`):
+order, or the results' dates where no commit is placed on it; see `proofbench.analysis.series`;
+series off that order are counted, not checked) with the thresholds of the project file's `[check]`
+table (`proofbench.project.CheckSettings`: the smallest step reported, the significance level, the
+shift from which a step too new to decide is suspected, and per benchmark pattern any of these and
+the direction: for a plain asv benchmark an increase is a regression unless a rule says higher is
+better), and compares what it finds with the alerts earlier checks raised (`db.alerts`):
 
 - a change point of the same series and direction within `RADIUS` points of an existing
   alert is that alert, found again: the alert keeps its commit and its figures (it never
@@ -48,7 +48,7 @@ from proofbench.analysis.detect import DEFAULT, ChangePoint, detect
 from proofbench.analysis.series import CommitRef, Order, Series
 from proofbench.analysis.tracker import overlap
 from proofbench.db.alerts import Alert, CheckRun, standing
-from proofbench.db.commits import place
+from proofbench.db.commits import ordered, place
 from proofbench.db.models import Commit
 from proofbench.db.session import location
 from proofbench.errors import InputError
@@ -100,6 +100,7 @@ class Finding:
     culprit: CommitRef | None = None
     bisection: dict | None = None
     answer: dict | None = None
+    step: float | None = None  # the step as estimated, signed: what min_step is held against (`Alert.step`)
 
     @property
     def ratio(self) -> float:
@@ -126,6 +127,7 @@ class CheckReport:
     fail_on: str
     recorded: bool
     order: tuple[str, ...] = ()  # what ordered the commits (proofbench.db.commits.BASES)
+    unchecked: int = 0  # series with no result at a commit of that order (`series.outside`)
 
     def count(self, state: str, regression: bool) -> int:
         return sum(1 for f in self.findings if f.state == state and f.regression == regression)
@@ -142,22 +144,23 @@ def run_check(engine: Engine, branch: str, *, since: str | None = None, repo: Pa
               record: bool = True, fail_on: str = "new", now: dt.datetime | None = None,
               settings: CheckSettings | None = None,
               confirming: confirm.Confirming = confirm.Confirming()) -> CheckReport:
-    """Check every series of `branch` with `settings` (default: the defaults of the project
-    file); with `repo`, commits are placed on its first-parent history first, and a database
-    with results none of which could be placed is an InputError, as is one with no results. Suspected steps are measured
-    again as `confirming` says. With `record` False the check runs but stores nothing."""
+    """Check every series of `branch` with `settings` (default: the project file's); with `repo`,
+    commits are placed on its first-parent history first, and a database none of whose commits
+    with results is on it (even placed by an earlier repository) or with no results is an
+    InputError. Suspected steps are measured again as `confirming` says. With `record` False the
+    check runs but stores nothing."""
     if fail_on not in FAIL_ON:
         raise InputError(f"check: fail_on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
     now = now or dt.datetime.now(dt.UTC)
     settings = settings or CheckSettings()
     with Session(engine) as session:
-        placed = place(session, _first_parent(repo, branch), branch) if repo else 0
+        placed = place(session, history := _first_parent(repo, branch), branch) if repo else 0
         order = series_mod.order(session, branch)
         if not order.commits:  # a nightly job's check that read nothing must not pass
             raise InputError(f"{location(engine)}: the database holds no results: nothing to check (measure first: "
                              f"`proofbench run` or `history`; or --db names another database)")
-        if repo and "first-parent history" not in order.basis:
-            raise InputError(f"{repo}: none of the {len(order.commits)} commit(s) with results is on {branch}'s "
+        if repo and not set(history) & {c.hash for c in order.commits.values()}:
+            raise InputError(f"{repo}: none of the {len(ordered(session))} commit(s) with results is on {branch}'s "
                              f"first-parent history (check --repo and --branch, or check without the repository "
                              f"to order commits by the results' dates)")
         bound = parse_since(session, since, branch, repo, order) if since else None
@@ -174,7 +177,7 @@ def run_check(engine: Engine, branch: str, *, since: str | None = None, repo: Pa
         report = CheckReport(run.id if record else None, now.isoformat(timespec="seconds"), branch, since,
                              (previous.id, _iso(previous.started_at)) if previous else None, len(all_series),
                              placed, findings if record else _unrecorded(findings, run.id), fail_on, record,
-                             order.basis)
+                             order.basis, series_mod.outside(session, order))
         _summarise(run, report)
         if record:
             session.commit()
@@ -234,7 +237,8 @@ def _update_alerts(session: Session, all_series: list[Series], run: CheckRun, or
     and those the history decided tonight."""
     known: dict[tuple, list[Alert]] = {}
     for alert in session.scalars(select(Alert).order_by(Alert.id)):
-        known.setdefault(_key(alert), []).append(alert)
+        known.setdefault((alert.machine_id, alert.environment_id, alert.benchmark_id, alert.params_key),
+                         []).append(alert)
     raised: list[Alert] = []
     asked: list[confirm.Suspected] = []
     rank = {i: c.rank for i, c in order.commits.items()}
@@ -270,11 +274,8 @@ def _restate(alert: Alert, status: str, s: Series, cp: ChangePoint, alerts: list
     commit_id, previous_id = _place(s, cp)
     if not any(a is not alert and a.commit_id == commit_id and a.direction == cp.direction for a in alerts):
         alert.commit_id, alert.previous_commit_id = commit_id, previous_id
-    alert.before, alert.after, alert.p_value, alert.score = cp.before, cp.after, cp.p_value, cp.score
-
-
-def _key(alert: Alert) -> tuple:
-    return alert.machine_id, alert.environment_id, alert.benchmark_id, alert.params_key
+    alert.before, alert.after, alert.step = cp.before, cp.after, cp.step
+    alert.p_value, alert.score = cp.p_value, cp.score
 
 
 def _changes(s: Series, settings: CheckSettings) -> list[ChangePoint]:
@@ -317,7 +318,7 @@ def _new_alert(s: Series, cp: ChangePoint, run: CheckRun) -> Alert:
                  benchmark_id=s.key.benchmark_id, params_key=s.key.params_key, params=s.params,
                  commit_id=commit_id, previous_commit_id=previous_id,
                  direction=cp.direction, regression=cp.regression, before=cp.before, after=cp.after,
-                 p_value=cp.p_value, score=cp.score, status="suspected" if cp.suspected else "open",
+                 p_value=cp.p_value, score=cp.score, step=cp.step, status="suspected" if cp.suspected else "open",
                  raised_by_id=run.id, seen_by_id=run.id)
 
 
@@ -401,7 +402,7 @@ def _finding(alert: Alert, state: str, run: CheckRun, order: Order) -> Finding:
                    bench.subject, bench.metric, bench.unit, higher, dict(alert.params or {}),
                    _ref(alert.commit, order), _ref(alert.previous_commit, order), alert.before, alert.after,
                    alert.p_value, alert.score, first.id, _iso(first.started_at), _ref(alert.resolved_at, order),
-                   alert.confirmation, _ref(alert.culprit, order), alert.bisection, answer_of(alert))
+                   alert.confirmation, _ref(alert.culprit, order), alert.bisection, answer_of(alert), alert.step)
 
 
 def _unrecorded(findings: tuple[Finding, ...], run_id: int) -> tuple[Finding, ...]:

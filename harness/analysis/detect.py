@@ -99,6 +99,11 @@ class ChangePoint:
     weak: bool = False
 
     @property
+    def step(self) -> float | None:
+        """`size` signed by the direction (+0.045: 4.5% up); None where it could not be estimated."""
+        return self.direction * self.size if math.isfinite(self.size) else None
+
+    @property
     def ratio(self) -> float:
         """after / before: 1.10 for a 10% rise; NaN where a level is <= 0 (a ratio across
         zero or of negative levels means nothing)."""

@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from proofbench.db.commits import basis, ordered
@@ -135,6 +135,17 @@ def order(session: Session, branch: str) -> Order:
         return Order({c.id: ref(c, c.position) for c in placed}, basis(placed))
     commits = ordered(session)
     return Order({c.id: ref(c, i) for i, c in enumerate(commits)}, basis(commits))
+
+
+def outside(session: Session, within: Order) -> int:
+    """How many series have results, none of them at a commit of `within`: on a branch's
+    first-parent order, the series of commits not on that history (another project's results
+    in the same database, or a branch that was never merged)."""
+    key = (Result.machine_id, Result.environment_id, Result.benchmark_id, Result.params_key)
+    every = select(*key).distinct().subquery()
+    inside = select(*key).where(Result.commit_id.in_(list(within.commits))).distinct().subquery()
+    return session.scalar(select(func.count()).select_from(every)) - \
+        session.scalar(select(func.count()).select_from(inside))
 
 
 def load(session: Session, branch: str, within: Order | None = None) -> list[Series]:

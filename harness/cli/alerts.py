@@ -12,16 +12,16 @@ from proofbench.cli.common import add_db_option, engine, optional_project
 
 def add_parser(sub) -> None:
     parser = sub.add_parser("alerts", help="list alerts, or answer one: ack (seen, expected: no longer fails the "
-                            "gate), accept (the new level is the reference), withdraw (the answer no longer counts)")
+                            "check), accept (the new level is the reference), withdraw (the answer no longer counts)")
     verbs = parser.add_subparsers(dest="verb", required=True)
     listed = verbs.add_parser("list", help="the alerts that are open, suspected or answered")
     listed.add_argument("--all", action="store_true", help="resolved and dropped ones too")
     add_db_option(listed)
     listed.set_defaults(handler=handle_list)
-    for verb, text in (("ack", "seen and expected: it no longer fails the gate"),
+    for verb, text in (("ack", "seen and expected: it no longer fails the check"),
                        ("accept", "the new level is the reference from now on")):
         one = verbs.add_parser(verb, help=text)
-        one.add_argument("id", type=int, help="the alert's id (check prints it)")
+        one.add_argument("id", type=int, help="the alert's id (`check` prints it as 'alert ID', and `alerts list`)")
         one.add_argument("--note", default="", help="why")
         one.add_argument("--by", default=None, help="who (default: git's user.name, else the login name)")
         add_db_option(one)
