@@ -445,3 +445,49 @@ def test_the_memory_limit_setting_and_out_of_memory_reasons():
     assert failure_reason(ValueError("bad")) == "ValueError: bad"
     assert failure_reason(MemoryError()) == "out of memory: MemoryError"
     assert failure_reason(RuntimeError("DefaultCPUAllocator: can't allocate memory")).startswith("out of memory: ")
+
+
+def _printing(lines: int):
+    def handle(args) -> int:
+        for i in range(lines):
+            print(f"line {i} of a long report")
+        return 0
+    return handle
+
+
+def test_a_reader_that_closes_the_pipe_ends_the_command_quietly_as_sigpipe_would(monkeypatch, capsys):
+    """`proofbench check | head -1`: the reader goes, and the command ends with 141 (128 +
+    SIGPIPE, what a shell shows for a tool the signal ended), with nothing on stderr; not an
+    internal error."""
+    import os
+    import sys
+
+    from proofbench import cli
+    from proofbench.cli import table
+
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone before anything is written
+    monkeypatch.setattr(table, "handle", _printing(100_000))
+    saved = os.dup(1)
+    try:
+        os.dup2(write, 1)
+        monkeypatch.setattr(sys, "stdout", os.fdopen(1, "w", closefd=False))
+        code = cli.main(["table"])
+        sys.stdout.flush()  # standard output now writes nowhere: Python's own flush at exit cannot fail
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(write)
+    assert code == 141 and "proofbench" not in capsys.readouterr().err
+
+
+def test_a_broken_pipe_that_is_not_standard_output_is_an_internal_error(monkeypatch, capsys):
+    from proofbench import cli
+    from proofbench.cli import table
+
+    def handle(args) -> int:
+        raise BrokenPipeError(32, "Broken pipe")  # a child process's pipe, say
+
+    monkeypatch.setattr(table, "handle", handle)
+    code = cli.main(["table"])
+    assert code == 3 and "internal error: BrokenPipeError" in capsys.readouterr().err

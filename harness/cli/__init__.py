@@ -6,11 +6,14 @@
 3    an internal error: a bug in proofbench, never a finding about the code measured
      (one line; $PROOFBENCH_DEBUG=1 shows the traceback)
 130  interrupted (Ctrl-C or SIGTERM); what was ingested before is kept
+141  the reader of standard output went away (`proofbench check | head -1`), as a tool
+     killed by SIGPIPE: what was done before is kept, nothing more is printed
 """
 from __future__ import annotations
 
 import argparse
 import os
+import select
 import signal
 import sys
 import traceback
@@ -39,6 +42,7 @@ from proofbench.errors import ProofbenchError
 COMMANDS = (init, run, history, check, gate, bisect, alerts,
             ingest, report, table, compare, machine, calibrate, profile, generate, db)
 INTERNAL_ERROR = 3
+CLOSED_OUTPUT = 128 + signal.SIGPIPE
 DEBUG_VAR = "PROOFBENCH_DEBUG"
 
 
@@ -62,12 +66,36 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("proofbench: interrupted; everything ingested before the interrupt is kept", file=sys.stderr)
         return 130
+    except BrokenPipeError as exc:
+        if not _output_closed():
+            return _internal(exc, args)
+        return CLOSED_OUTPUT
     except Exception as exc:  # noqa: BLE001 - the one place an unexpected error becomes an exit code
-        if os.environ.get(DEBUG_VAR):
-            traceback.print_exc()
-        print(f"proofbench: {error_line(exc, args)} (a bug in proofbench; set {DEBUG_VAR}=1 for the traceback)",
-              file=sys.stderr)
-        return INTERNAL_ERROR
+        return _internal(exc, args)
+
+
+def _internal(exc: Exception, args: argparse.Namespace) -> int:
+    if os.environ.get(DEBUG_VAR):
+        traceback.print_exc()
+    print(f"proofbench: {error_line(exc, args)} (a bug in proofbench; set {DEBUG_VAR}=1 for the traceback)",
+          file=sys.stderr)
+    return INTERNAL_ERROR
+
+
+def _output_closed() -> bool:
+    """Whether standard output's reader has gone (a pipe closed by `head`: polling its end
+    reports an error); if so, standard output now writes nowhere, so that Python's flush at
+    exit does not fail on it again. A broken pipe of anything else is no such thing."""
+    try:
+        fd = sys.stdout.fileno()
+        poll = select.poll()
+        poll.register(fd, select.POLLOUT)
+        closed = any(events & select.POLLERR for _, events in poll.poll(0))
+    except (AttributeError, OSError, ValueError):  # no file descriptor, or no poll on this system
+        return False
+    if closed:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
+    return closed
 
 
 if __name__ == "__main__":
