@@ -9,6 +9,8 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
+from markupsafe import Markup
+
 from proofbench.reports import formatting as fmt
 
 JSON_FORMAT = 2  # version of the JSON document; bumped when its shape changes (2: plain asv benchmarks,
@@ -160,11 +162,23 @@ def _ratio_cell(v) -> str:
 
 
 def html(comparison, site: Path | None = None, out: Path | None = None) -> str:
-    """The comparison as an HTML page (templates/compare.html, autoescaped); its navigation and
-    stylesheet point at the rendered `site`, relative to where the page is written (`out`)."""
-    from proofbench.reports.render import environment
+    """The comparison as an HTML page (templates/compare.html, autoescaped). Written (`out`) beside a
+    rendered `site`, its navigation and stylesheet point at the site, relative to the page; else it
+    is a page on its own that works where it is written: the stylesheet inlined, no navigation."""
+    from proofbench.reports.render import STATIC_DIR, environment
 
-    relative = os.path.relpath(site, out.resolve().parent) if site is not None and out is not None else "."
+    root = _site_root(site, out)
+    # inlined as it is: a <style> element's text is never unescaped, and the file is ours
+    own = {} if root is not None else {"standalone": True, "stylesheet": Markup((STATIC_DIR / "site.css").read_text())}
     return environment().get_template("compare.html").render(
-        c=comparison, root="" if relative == "." else relative + "/", page="compare",
+        c=comparison, root=root or "", page="compare", **own,
         generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+
+
+def _site_root(site: Path | None, out: Path | None) -> str | None:
+    # the rendered site's folder as the page at `out` links to it ("" beside its index.html); None
+    # without a rendered site (outside a project, or before `proofbench report`) or a file to link from
+    if site is None or out is None or not (site / "index.html").is_file():
+        return None
+    relative = os.path.relpath(site.resolve(), out.resolve().parent)
+    return "" if relative == "." else relative + "/"

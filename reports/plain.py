@@ -13,6 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable
 
+from proofbench import parameters
 from proofbench.db.models import Commit
 from proofbench.reports import charts
 from proofbench.reports import formatting as fmt
@@ -120,17 +121,7 @@ def _page(name: str, found: list[Series], history: History, columns: dict[int, M
 
 
 def _sorted(combos: dict[str, list[Series]]) -> list[list[Series]]:
-    # numbers by value, other values as text, in parameter order
-    def key(series: list[Series]) -> tuple:
-        return tuple((0, float(v), "") if _numeric(v) else (1, 0.0, v) for v in series[0].params)
-    return sorted(combos.values(), key=key)
-
-
-def _numeric(text: str) -> bool:
-    try:
-        return math.isfinite(float(text))
-    except ValueError:
-        return False
+    return sorted(combos.values(), key=lambda series: parameters.order(series[0].params))
 
 
 def params_text(names, values) -> str:

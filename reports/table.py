@@ -22,12 +22,15 @@ import math
 import sys
 from dataclasses import dataclass
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from proofbench.analysis.comparison import SubjectFigures, VariantFigures
+from proofbench.analysis.hardware import resolve_machine
 from proofbench.analysis.verdict import Verdict
 from proofbench.claim import Claim
+from proofbench.db.models import Benchmark, Result
+from proofbench.db.session import location
 from proofbench.reports import formatting as fmt
 
 FORMAT = "proofbench-table"
@@ -48,21 +51,47 @@ class Line:
 
 
 def lines(engine: Engine, claims: tuple[Claim, ...] | None = None, machine: str | None = None) -> list[Line]:
-    """The newest figures of every machine (or of `machine`), judged against `claims` (default:
-    the claims stored in the database)."""
+    """The newest figures of every machine (or of `machine`: a name or NAME@FINGERPRINT, an
+    InputError naming the machines with results when it has none), judged against `claims`
+    (default: the claims stored in the database)."""
     from proofbench.reports.render import machine_views, stored_claims
 
     out = []
     with Session(engine) as session:
+        chosen = resolve_machine(session, machine).id if machine is not None else None
         claims = list(claims) if claims is not None else stored_claims(session)[0]
-        views = {v.machine.name: v for v in machine_views(session, claims)}  # the newest profile of a name
-    for view in views.values() if machine is None else [views[machine]] if machine in views else []:
+        found = machine_views(session, claims)
+    if chosen is None:
+        found = list({v.machine.name: v for v in found}.values())  # the newest profile of each name
+    else:
+        found = [v for v in found if v.machine.id == chosen]  # the fingerprint `compare` would take
+    for view in found:
         for s in view.subjects:
             for v in s.variants:
                 claim = next((c for c in claims if c.subject == s.subject and c.variant == v.variant), None)
                 out.append(Line(view.machine.name, s.commit, s, v, claim,
                                 view.verdicts.get(claim.id) if claim else None))
     return out
+
+
+def nothing_shown(engine: Engine, machine: str | None = None) -> str:
+    """Why `lines` found nothing (one line): no results at all, only plain asv benchmarks' (no
+    speedups), or none of a subject at the newest commit."""
+    with Session(engine) as session:
+        query = select(Benchmark.kind, func.count()).join(Result, Result.benchmark_id == Benchmark.id)
+        if machine is not None:
+            query = query.where(Result.machine_id == resolve_machine(session, machine).id)
+        stored = dict(session.execute(query.group_by(Benchmark.kind)).all())
+    where = location(engine) + (f" (machine {machine!r})" if machine is not None else "")
+    if not stored:
+        return (f"{where}: the database holds no results: nothing to show (measure first: `proofbench run` or "
+                f"`history`; or --db names another database)")
+    if not stored.get("subject"):
+        return (f"{where}: no speedups to show: `table` shows proofbench subjects' speedups (each variant against "
+                f"its baseline), and the {stored.get('plain', 0)} result(s) here are plain asv benchmarks' (see "
+                f"them with `proofbench report`, or `proofbench compare MACHINE_A MACHINE_B`)")
+    return (f"{where}: no speedups to show: the newest commit measured holds no proofbench subject's results "
+            f"(`proofbench report` shows every commit's)")
 
 
 def _number(x: float | None) -> float | None:
@@ -87,7 +116,8 @@ def record(line: Line) -> dict:
         "subject": line.subject.subject, "size": line.subject.size, "variant": v.variant, "machine": line.machine,
         "commit": line.commit, "status": v.status, "reason": v.reason,
         "time_s": _number(v.time.median) if v.time else None, "items_per_second": _number(v.items_per_second),
-        "speedup": {"estimate": _number(s.estimate), "low": _number(s.low), "high": _number(s.high)} if paired else None,
+        "speedup": {"estimate": _number(s.estimate), "low": _number(s.low), "high": _number(s.high)}
+        if paired else None,
         "verdict": word, "verdict_reason": why,
         "rounds": s.rounds if paired else None, "rounds_kept": s.kept if paired else None,
         "isa": fmt.isa_words(v.isa),
@@ -143,5 +173,6 @@ def print_text(found: list[Line]) -> None:
 
 
 def print_latest(engine: Engine, machine_name: str, claims: tuple[Claim, ...]) -> None:
-    """The table after a run: the newest figures of `machine_name` with the claims' verdicts."""
-    print_text(lines(engine, claims, machine_name))
+    """The table after a run: the newest figures of `machine_name` with the claims' verdicts (none
+    when the run stored nothing: the run has said so already)."""
+    print_text([line for line in lines(engine, claims) if line.machine == machine_name])

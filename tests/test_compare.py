@@ -26,7 +26,7 @@ GPU = "NVIDIA H100 80GB HBM3"
 
 
 @pytest.fixture
-def two_machines(db_url, smoke_run, tmp_path):
+def two_machines(db_url, smoke_run, tmp_path):  # noqa: F811  (the fixture imported above)
     """cpu-box (no NVML) and gpu-box (H100 profile, times halved), ingested into `db_url`."""
     sidecar = str(smoke_run[0].sidecar)
     cpu = fleet_results(smoke_run, tmp_path / "cpu", "cpu-box")
@@ -173,3 +173,93 @@ def test_compare_one_machine_before_and_after_its_hardware_changed(smoke_run, sq
     doc = json.loads(capsys.readouterr().out)
     assert (doc["a"]["fingerprint"], doc["a"]["gpu"]) == (old, "none")
     assert doc["b"]["fingerprint"] != old and doc["b"]["gpu"] == GPU  # plain "box": its newest fingerprint
+
+
+# -- plain asv benchmarks (any suite's) on two machines, written straight into SQLite ------------------------------
+
+SIZES = ("100", "1000", "200", "20")  # stored order; as text, 1000 sorts before 20, 200 and itself
+
+
+def plain_suite(url: str) -> str:
+    """Two machines (box-a, box-b) with a plain asv benchmark at every size of `SIZES` and two
+    variants, at one commit: a database with no proofbench subject, as a plain asv suite's is."""
+    from sqlalchemy.orm import Session
+
+    from proofbench.db.models import Benchmark, Commit, Environment, Machine, Result
+    from proofbench.db.session import connect
+
+    with Session(connect(url)) as session, session.begin():
+        rows = [Machine(name="box-a", fingerprint="fa"), Machine(name="box-b", fingerprint="fb"),
+                Environment(name="virtualenv-py3.11"), Commit(hash="c" * 40, subject="One commit"),
+                Benchmark(name="benchmarks.Dot.time_dot", version="1", kind="plain", subject="", area="",
+                          metric="time", unit="seconds", higher_is_better=False, param_names=["size", "variant"])]
+        session.add_all(rows)
+        session.flush()
+        a, b, env, commit, bench = rows
+        for machine, scale in ((a, 1.0), (b, 2.0)):
+            for size in SIZES:
+                for variant in ("d", "c"):
+                    session.add(Result(benchmark_id=bench.id, machine_id=machine.id, commit_id=commit.id,
+                                       environment_id=env.id, params={"size": size, "variant": variant},
+                                       params_key=json.dumps([size, variant]), status="ok",
+                                       value=scale * int(size) * 1e-9))
+    return url
+
+
+def test_compare_lists_parameter_sets_in_the_report_pages_numeric_order(sqlite_url, capsys):
+    url = plain_suite(sqlite_url)
+    assert command(compare_command, "compare", "box-a", "box-b", "--format", "json", "--db", url) == 0
+    shown = [(b["params"]["size"], b["params"]["variant"]) for b in json.loads(capsys.readouterr().out)["benchmarks"]]
+    numeric = [(size, variant) for size in ("20", "100", "200", "1000") for variant in ("c", "d")]
+    assert shown == numeric  # not 100, 1000, 20, 200
+    assert command(compare_command, "compare", "box-a", "box-b", "--db", url) == 0
+    text = capsys.readouterr().out
+    rows = [text.index(f"size={size}, variant={variant}") for size, variant in numeric]
+    assert rows == sorted(rows)
+
+
+def _hrefs(page) -> list[str]:
+    import re
+
+    return re.findall(r'(?:href|src)="([^"]*)"', page.read_text())
+
+
+def test_compare_page_outside_a_project_stands_on_its_own(sqlite_url, tmp_path, monkeypatch):
+    from proofbench.reports.render import STATIC_DIR
+
+    url = plain_suite(sqlite_url)
+    monkeypatch.delenv("PROOFBENCH_PROJECT", raising=False)
+    monkeypatch.chdir(tmp_path)  # no proofbench.toml here nor above: no site to link to
+    page = tmp_path / "out" / "cmp.html"
+    assert command(compare_command, "compare", "box-a", "box-b", "--format", "html", "--out", str(page),
+                   "--db", url) == 0
+    html = page.read_text()
+    assert _hrefs(page) == []  # no stylesheet link, no navigation to pages that are not there
+    assert "<header><strong>proofbench</strong>" in html and "box-a (A) against box-b (B)" in html
+    css = (STATIC_DIR / "site.css").read_text()
+    assert f"<style>\n{css}" in html  # inlined whole, not escaped ("&gt;" would break a selector)
+    assert "size=20, variant=c" in html
+
+
+def test_compare_page_beside_a_rendered_site_links_into_it(sqlite_url, tmp_path):
+    from sqlalchemy.orm import Session
+
+    from proofbench.analysis.hardware import compare
+    from proofbench.db.session import connect
+    from proofbench.reports.render import render
+
+    engine = connect(plain_suite(sqlite_url))
+    site = tmp_path / "site"
+    render(engine, site)
+    with Session(engine) as session:
+        comparison = compare(session, "box-a", "box-b")
+    for page in (site / "compare.html", tmp_path / "elsewhere" / "cmp.html"):
+        page.parent.mkdir(exist_ok=True)
+        page.write_text(shown_compare.html(comparison, site=site, out=page))
+        links = _hrefs(page)
+        assert any(link.endswith("static/site.css") for link in links) and "<style>" not in page.read_text()
+        assert len(links) == 6 and all((page.parent / link).is_file() for link in links), links
+    # a project whose site has not been rendered yet: nothing to link to, so the page stands on its own
+    alone = tmp_path / "alone.html"
+    alone.write_text(shown_compare.html(comparison, site=tmp_path / "not-rendered", out=alone))
+    assert _hrefs(alone) == [] and "<style>" in alone.read_text()

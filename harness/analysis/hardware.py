@@ -31,7 +31,7 @@ from pathlib import Path
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from proofbench import git
+from proofbench import git, parameters
 from proofbench.analysis.comparison import SubjectFigures, VariantFigures, figures, machines
 from proofbench.db.commits import latest, ordered
 from proofbench.db.models import Benchmark, Commit, Machine, Result
@@ -224,10 +224,11 @@ def _plain_values(session: Session, machine: Machine, commit: Commit) -> dict[tu
 
 
 def _plain_pairs(session: Session, a: Machine, b: Machine, commit: Commit) -> tuple[PlainPair, ...]:
-    """Every plain benchmark and parameter combination measured on both machines at `commit`."""
+    """Every plain benchmark and parameter combination measured on both machines at `commit`, by
+    benchmark name, then its combinations in the report pages' order (`proofbench.parameters`)."""
     on_a, on_b = _plain_values(session, a, commit), _plain_values(session, b, commit)
     out = []
-    for key in sorted(set(on_a) & set(on_b)):
+    for key in sorted(set(on_a) & set(on_b), key=lambda k: (k[0], parameters.order((on_a[k][1] or {}).values()), k)):
         (unit, params, *first), (_, _, *second) = on_a[key], on_b[key]
         values = [v if status == "ok" and v is not None and math.isfinite(v) else None for status, v, _ in
                   (first, second)]

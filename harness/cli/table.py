@@ -3,6 +3,10 @@
 `--format json` prints the documented, versioned document (`proofbench.reports.table`): one record
 per subject, size, variant and machine, with the speedup, its interval and its word (faster,
 slower, no significant difference, inconclusive).
+
+An unknown `--machine`, or a database with no speedups to show (no results, or a plain asv
+suite's only), is an error (exit 2) that says which, never an empty table that passes: as a
+check of a database with no results is.
 """
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import argparse
 import json
 
 from proofbench.cli.common import add_db_option, engine, optional_project
+from proofbench.errors import InputError
 
 FORMATS = ("text", "json", "markdown")
 
@@ -17,7 +22,7 @@ FORMATS = ("text", "json", "markdown")
 def add_parser(sub) -> None:
     parser = sub.add_parser("table", help="print the newest figures of each machine (text, json or markdown)")
     parser.add_argument("--format", choices=FORMATS, default="text", help="text (default), json or markdown")
-    parser.add_argument("--machine", default=None, help="only this machine")
+    parser.add_argument("--machine", default=None, help="only this machine (name, or NAME@FINGERPRINT)")
     add_db_option(parser)
     parser.set_defaults(handler=handle)
 
@@ -25,7 +30,10 @@ def add_parser(sub) -> None:
 def handle(args: argparse.Namespace) -> int:
     from proofbench.reports import table
 
-    found = table.lines(engine(args, optional_project(args), write=False, create=False), machine=args.machine)
+    db = engine(args, optional_project(args), write=False, create=False)
+    found = table.lines(db, machine=args.machine)
+    if not found:
+        raise InputError(table.nothing_shown(db, args.machine))
     if args.format == "json":
         print(json.dumps(table.as_json(found), indent=2))
     elif args.format == "markdown":

@@ -1,0 +1,57 @@
+"""`proofbench table`: what it says when it has nothing to show (an unknown machine, a database
+without proofbench subjects' speedups), and that a machine is chosen as `compare` chooses it."""
+from __future__ import annotations
+
+import json
+
+from test_check import TIME, History
+from test_compare import plain_suite
+
+from proofbench import cli
+from proofbench.db.session import connect
+from proofbench.reports import table
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_an_unknown_machine_is_refused_as_compare_refuses_it(sqlite_url, capsys):
+    url = plain_suite(sqlite_url)
+    _, _, refused = _run(capsys, "compare", "nosuch", "box-b", "--db", url)
+    for fmt in ("text", "json", "markdown"):
+        code, out, err = _run(capsys, "table", "--machine", "nosuch", "--format", fmt, "--db", url)
+        assert (code, out) == (2, "") and err == refused, fmt
+        assert err == "proofbench: machine 'nosuch': no results stored for it (machines with results: box-a, " \
+                      "box-b)\n"
+
+
+def test_a_plain_asv_suites_database_has_no_speedups_and_says_so(sqlite_url, capsys):
+    url = plain_suite(sqlite_url)
+    for argv in ([], ["--format", "json"], ["--format", "markdown"], ["--machine", "box-a"]):
+        code, out, err = _run(capsys, "table", *argv, "--db", url)
+        assert (code, out) == (2, ""), argv  # as a check of a database with no results: never an empty pass
+        assert err.count("\n") == 1 and "no speedups to show: `table` shows proofbench subjects' speedups" in err
+        assert "plain asv benchmarks'" in err and "proofbench report" in err and "proofbench compare" in err
+    assert "(machine 'box-a')" in err and "the 8 result(s) here" in err
+
+
+def test_a_database_with_no_results_says_measure_first(sqlite_url, capsys):
+    History(sqlite_url)  # the schema and machines, nothing measured
+    code, out, err = _run(capsys, "table", "--format", "json", "--db", sqlite_url)
+    assert (code, out) == (2, "") and "the database holds no results: nothing to show (measure first" in err
+
+
+def test_a_machine_is_chosen_by_name_and_one_without_results_is_refused(sqlite_url, capsys):
+    history = History(sqlite_url)
+    history.night(1, {TIME: 0.01})  # on "box"; "other" is stored but measured nothing
+    code, out, _ = _run(capsys, "table", "--machine", "box", "--format", "json", "--db", sqlite_url)
+    assert code == 0 and {r["machine"] for r in json.loads(out)["records"]} == {"box"}
+    code, out, err = _run(capsys, "table", "--machine", "other", "--db", sqlite_url)
+    assert (code, out) == (2, "") and "machine 'other': no results stored for it (machines with results: box)" in err
+    # after a run, the table of the machine just measured: nothing shown (and no error) when it stored nothing
+    table.print_latest(connect(sqlite_url), "other", ())
+    assert capsys.readouterr().out == ""
