@@ -3,7 +3,8 @@ from __future__ import annotations
 
 
 def summary(report) -> str:
-    """One line: files taken in, results written, files already known, commits placed."""
+    """One line: files this ingest stored and their results, files already known (another
+    process's included, when it stored one first), commits placed."""
     placed = f"; {report.placed} commit(s) placed on the branch's history" if report.placed else ""
     return (f"ingested {len(report.ingested)} file(s), {report.rows} result(s); "
             f"{len(report.unchanged)} already known{placed}")

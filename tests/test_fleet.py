@@ -310,6 +310,45 @@ def test_four_processes_ingesting_the_same_machine_commit_and_environment_at_onc
         assert value in (0.5, 0.51, 0.52, 0.53)  # one writer's, whole
 
 
+def test_a_file_another_process_stores_first_counts_as_already_known(db_url, tmp_path, monkeypatch, capsys):
+    # Deterministically, the race two fleet ingests of overlapping directories run: the other
+    # process stores a file after this one found it new and before this one writes it. The unique
+    # hash refuses the second row, and this ingest counts the file as already known, not as its own.
+    from test_hostile_results import ENV, FIRST, LAST, POINTS, document
+
+    from proofbench.pipeline import results_file
+
+    machine_dir = tmp_path / "results" / "box"
+    machine_dir.mkdir(parents=True)
+    raced, alone = machine_dir / f"{FIRST[:8]}-{ENV}.json", machine_dir / f"{LAST[:8]}-{ENV}.json"
+    raced.write_text(json.dumps(document(FIRST)))
+    alone.write_text(json.dumps(document(LAST)))
+    assert main(["db", "upgrade", "--db", db_url]) == 0
+    parse, other = results_file.parse, {}
+
+    def parse_then_lose_the_race(path: Path, data: bytes):
+        parsed = parse(path, data)
+        if path == raced and "code" not in other:  # once: the other process's own parse comes back here
+            other["code"] = None
+            other["code"] = main(["ingest", str(raced), "--db", db_url])
+        return parsed
+
+    monkeypatch.setattr(results_file, "parse", parse_then_lose_the_race)
+    capsys.readouterr()
+    assert main(["ingest", str(tmp_path / "results"), "--db", db_url]) == 0
+    assert other == {"code": 0}
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].endswith(f"ingested 1 file(s), {POINTS} result(s); 0 already known"), lines  # the other's
+    assert lines[1].endswith(f"ingested 1 file(s), {POINTS} result(s); 1 already known"), lines  # this one's
+    with Session(connect(db_url)) as session:
+        files = {path: (id_, n) for id_, path, n in session.execute(select(IngestedFile.id, IngestedFile.path,
+                                                                            IngestedFile.results))}
+        assert {path: n for path, (_, n) in files.items()} == {str(raced): POINTS, str(alone): POINTS}
+        owners = {(r.commit.hash, r.file_id) for r in session.scalars(select(Result))}
+        assert owners == {(FIRST, files[str(raced)][0]), (LAST, files[str(alone)][0])}
+        assert _count(session, Result) == 2 * POINTS
+
+
 def test_every_column_holds_the_largest_values_the_reader_accepts(db_url, tmp_path):
     from test_hostile_results import document
 

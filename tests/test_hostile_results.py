@@ -309,3 +309,48 @@ def test_a_file_whose_name_is_not_utf8_goes_in(project, tmp_path, capsys):
     with Session(connect(url)) as session:
         (stored,) = session.scalars(select(IngestedFile.path))
     assert stored.endswith("1111\\udcff\\udcfe-env.json")
+
+
+# --- timings that are none; options that mean nothing
+
+def test_timings_at_or_below_zero_are_stored_as_failed_with_why(project, tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    path = tmp_path / "results" / "box" / f"{FIRST[:8]}-{ENV}.json"
+    path.parent.mkdir(parents=True)
+    doc = document(FIRST)
+    doc["results"]["bench.Suite.time_one"][0] = [-1.5e-06, 2e-3]
+    doc["results"]["bench.time_plain"][0] = [0.0]
+    doc["results"][OWN][0][1] = -2e-3  # the suite's own timing (optimized, tiny)
+    doc["results"]["bench.track_delta"] = [[-3.0, 0.0], [["1", "2"]], "v1"]  # a track may be zero or below
+    doc["results"]["bench.Suite.time_sampled"] = [[1e-3], [], "v1", None, None, None, None, None, None, None, None,
+                                                  [[1e-3, -1e-4, 2e-3]]]
+    path.write_text(dumped(doc))
+    assert main(["ingest", str(path), "--db", url, "--project", str(project)]) == 0
+    err = capsys.readouterr().err
+    assert f"ingested 1 file(s), {POINTS + 3} result(s); 0 already known" in err
+    (warning,) = [line for line in err.splitlines() if line.startswith("proofbench: warning: ")]
+    assert f"{path}: 4 timing(s) at or below zero stored as failed" in warning
+    assert "'bench.Suite.time_one'" in warning and "time -1.5e-06 s is not a measurement" in warning
+    with Session(connect(url)) as session:
+        stored = {(r.benchmark.name, r.params_key): r for r in session.scalars(select(Result))}
+    failed = {key: (r.value, r.samples, r.reason) for key, r in stored.items() if r.status == "failed"}
+    why = "s is not a measurement (a time must be above zero)"
+    assert failed == {("bench.Suite.time_one", '["1"]'): (None, None, f"time -1.5e-06 {why}"),
+                      ("bench.time_plain", "[]"): (None, None, f"time 0 {why}"),
+                      (OWN, '["baseline", "small"]'): (None, None, f"time -0.002 {why}"),
+                      ("bench.Suite.time_sampled", "[]"): (None, None, f"raw sample -0.0001 {why}")}
+    assert {key: r.value for key, r in stored.items() if key[0] == "bench.track_delta"} == {
+        ("bench.track_delta", '["1"]'): -3.0, ("bench.track_delta", '["2"]'): 0.0}
+    assert sum(r.status == "ok" for r in stored.values()) == POINTS + 3 - 4
+
+
+def test_branch_without_repo_is_refused(project, tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    path = tmp_path / "results" / "box" / f"{FIRST[:8]}-{ENV}.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(dumped(document(FIRST)))
+    assert main(["ingest", str(path), "--branch", "main", "--db", url, "--project", str(project)]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == ["proofbench: ingest: --branch needs --repo (the checkout whose first-parent history "
+                                "of the branch orders the commits); give --repo too, or leave --branch out"]
+    assert not (tmp_path / "db.sqlite").exists()  # refused before the database is touched

@@ -51,6 +51,9 @@ def handle(args: argparse.Namespace) -> int:
     from proofbench.pipeline.asv import Layout
     from proofbench.pipeline.ingest import Profiles, Sources, ingest, load_diagnostics, machine_profiles
 
+    if args.branch is not None and args.repo is None:
+        raise InputError("ingest: --branch needs --repo (the checkout whose first-parent history of the branch "
+                         "orders the commits); give --repo too, or leave --branch out")
     found = optional_project(args)
     db = engine(args, found)  # first: a database proofbench cannot use stops the command before it reads anything
     layout = Layout.of(found) if found is not None else None

@@ -3,7 +3,8 @@
 Each results file is taken in one transaction: all its rows or none, written in bulk with the
 database's INSERT .. ON CONFLICT, so several machines ingesting into one database at once
 neither fail nor duplicate. A file is identified by the hash of its bytes, so ingesting it
-again adds nothing; a rewritten file (asv merges new benchmarks into the file of a commit)
+again adds nothing (of two processes taking the same file at once, one stores it and the other
+counts it as already known); a rewritten file (asv merges new benchmarks into the file of a commit)
 replaces the rows it covers. Everything in a file is checked before anything of it is stored
 (`proofbench.pipeline.results_file`): a file that cannot be taken is refused with one line
 naming it, the benchmark and the field, and the other files still go in.
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy import Engine, delete, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from proofbench import git
@@ -37,12 +39,14 @@ from proofbench.pipeline.results_file import Point, ResultsFile
 
 _FINGERPRINT = 64  # characters a machine fingerprint may have (its column)
 _RESULT_KEY = ("benchmark_id", "machine_id", "commit_id", "environment_id", "params_key")
+_TIMING = "time"  # the metric of a timing: asv's type of a time_ benchmark, and proofbench's TIME metric
 
 
 @dataclass
 class IngestReport:
-    """What one ingest did: files taken in, files already known, rows written, refusals
-    (one line each, naming the file) and warnings (files still taken)."""
+    """What one ingest did: files it stored, files already known (stored before, or by another
+    process while this one read them), rows written, refusals (one line each, naming the file)
+    and warnings (files still taken)."""
 
     ingested: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
@@ -148,18 +152,37 @@ def _ingest_file(engine: Engine, path: Path, sources: Sources, report: IngestRep
         raise InputError(f"{path}: machine {parsed.machine!r}: its profile is unusable: "
                          f"{sources.profiles.unusable[parsed.machine]}")
     named = _labels(parsed, sources.labels, _asv_entries(path, known, report))
+    unmeasured = {(p.benchmark, p.key): why for p in parsed.points if (why := _not_a_time(p, named[p.benchmark]))}
     made: dict[tuple, int] = {}
     with Session(engine) as session, session.begin():
-        file_id = insert_or_get(session, IngestedFile, {"sha256": digest},
-                                {"path": _storable_path(path), "results": len(parsed.points)})
+        file_id = _new_file(session, digest, path, len(parsed.points))
+        if file_id is None:
+            report.unchanged.append(str(path))
+            return
         keys = _keys(session, parsed, sources, known, made)
         benchmarks = {name: _benchmark_id(session, name, parsed.rows[name].version, label, known, made)
                       for name, label in named.items()}
         upsert(session, Result, [_values(p, parsed, keys, benchmarks[p.benchmark], named[p.benchmark], file_id,
-                                         sources.diagnostics) for p in parsed.points], _RESULT_KEY)
+                                         sources.diagnostics, unmeasured.get((p.benchmark, p.key), ""))
+                                 for p in parsed.points], _RESULT_KEY)
     known.ids.update(made)
     report.ingested.append(str(path))
     report.rows += len(parsed.points)
+    if unmeasured:
+        report.warnings.append(_unmeasured_line(path, unmeasured))
+
+
+def _new_file(session: Session, digest: str, path: Path, results: int) -> int | None:
+    """The id of the file's row, made now; None when another process stored the same bytes
+    after this one looked (the hash is unique: its insert fails, in a savepoint, and nothing of
+    the file is written here), so that each process counts only the files it stored."""
+    row = IngestedFile(sha256=digest, path=_storable_path(path), results=results)
+    try:
+        with session.begin_nested():
+            session.add(row)
+    except IntegrityError:
+        return None
+    return row.id
 
 
 def _storable_path(path: Path) -> str:
@@ -239,8 +262,26 @@ def _benchmark_id(session: Session, name: str, version: str, label: Label, known
     return found
 
 
+def _not_a_time(point: Point, label: Label) -> str:
+    """Why a timing asv recorded as measured is none: a time at or below zero (in its value or a
+    raw sample) is no duration. Stored as failed with this reason, as asv's null is, the result
+    is neither drawn nor read by the detector; the file's other results still go in."""
+    if label.metric != _TIMING or point.status != "ok":
+        return ""
+    if point.value <= 0:
+        return f"time {point.value:g} s is not a measurement (a time must be above zero)"
+    lowest = min(point.samples or (point.value,))
+    return f"raw sample {lowest:g} s is not a measurement (a time must be above zero)" if lowest <= 0 else ""
+
+
+def _unmeasured_line(path: Path, unmeasured: dict[tuple[str, str], str]) -> str:
+    (benchmark, key), why = next(iter(unmeasured.items()))
+    return (f"{path}: {len(unmeasured)} timing(s) at or below zero stored as failed (first: benchmark "
+            f"{benchmark[:200]!r}, parameters {key[:200]}: {why})")
+
+
 def _values(point: Point, parsed: ResultsFile, keys: dict[str, int], benchmark_id: int, label: Label,
-            file_id: int, diagnostics: dict) -> dict:
+            file_id: int, diagnostics: dict, unmeasured: str) -> dict:
     values = {"benchmark_id": benchmark_id, "machine_id": keys["machine"], "commit_id": keys["commit"],
               "environment_id": keys["environment"], "params_key": point.key, "file_id": file_id,
               "params": dict(zip(label.param_names, point.params)), "value": point.value, "status": point.status,
@@ -251,6 +292,8 @@ def _values(point: Point, parsed: ResultsFile, keys: dict[str, int], benchmark_i
     values.update(_diagnosed(point, parsed, diagnostics) if diagnostics else {})
     if point.status == "failed" and not values["reason"]:
         values["reason"] = "failed; no reason was recorded (crashed, killed or timed out)"
+    if unmeasured:
+        values.update(status="failed", value=None, samples=None, reason=unmeasured)
     return values
 
 
