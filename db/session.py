@@ -273,15 +273,35 @@ def upgrade(engine: Engine) -> None:
                 connection.connection.driver_connection.execute("PRAGMA foreign_keys=ON")
 
 
+def may_upgrade(engine: Engine, write: bool) -> None:
+    """DatabaseError where a command may not upgrade an older schema on its own: one that only
+    reads (it would change what it was asked to read), or a shared database (PostgreSQL: once
+    upgraded, the fleet's machines that still run an older proofbench cannot use it). `proofbench
+    db upgrade` upgrades those."""
+    current, head = schema_revision(engine), _head(engine)[0]
+    if current is None or current == head:
+        return
+    older = f"{location(engine)}: its schema ({current}) is older than this proofbench's ({head})"
+    if not write:
+        raise DatabaseError(f"{older}; a command that only reads leaves it so: run `proofbench db upgrade` "
+                            f"(older proofbench versions cannot use it after)")
+    if engine.dialect.name != "sqlite":
+        raise DatabaseError(f"{older}; a shared database is upgraded only by `proofbench db upgrade`, once every "
+                            f"machine that uses it runs this version (older ones cannot use it after)")
+
+
 def connect(url: str, migrate: bool = True, write: bool = True, create: bool = True) -> Engine:
     """An engine on a database whose schema is current. A command that only reads passes
     `write=False`, and then works on a SQLite file it may not write; one that works on what was
-    measured passes `create=False`, and a SQLite file that does not exist is an error."""
+    measured passes `create=False`, and a SQLite file that does not exist is an error. An empty
+    database gets the schema; an older schema is upgraded here only on a SQLite file a command
+    writes to (`may_upgrade`)."""
     engine = engine_for(url, create)
     if write and read_only(engine):
         raise DatabaseError(f"{masked(url)}: cannot write the database (no write permission on the file or its "
                             f"directory)")
     if migrate:
+        may_upgrade(engine, write)
         upgrade(engine)
     else:
         schema_revision(engine)

@@ -23,9 +23,11 @@ A project is a directory holding `proofbench.toml`, or a `pyproject.toml` with a
 """
 from __future__ import annotations
 
+import errno
 import fnmatch
 import math
 import os
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +62,10 @@ class Rule:
     higher_is_better: bool | None = None
     suspect_from: float | None = None
 
+    def matches(self, name: str) -> bool:
+        """Whether the benchmark called `name` is this rule's (a shell-style wildcard, case-sensitive)."""
+        return fnmatch.fnmatchcase(name, self.pattern)
+
 
 @dataclass(frozen=True)
 class Thresholds:
@@ -82,9 +88,14 @@ class CheckSettings:
     rules: tuple[Rule, ...] = ()
     suspect_from: float = DEFAULT_SUSPECT_FROM
 
+    def unmatched(self, names: Collection[str]) -> tuple[str, ...]:
+        """The patterns of the rules that match none of `names` (a regular expression written as a
+        pattern matches nothing, silently but for this)."""
+        return tuple(r.pattern for r in self.rules if not any(r.matches(name) for name in names))
+
     def for_benchmark(self, name: str) -> Thresholds:
         """The thresholds of the benchmark called `name`."""
-        rule = next((r for r in self.rules if fnmatch.fnmatchcase(name, r.pattern)), None)
+        rule = next((r for r in self.rules if r.matches(name)), None)
         if rule is None:
             return Thresholds(self.min_step, self.significance, None, self.suspect_from)
         return Thresholds(self.min_step if rule.min_step is None else rule.min_step,
@@ -107,6 +118,11 @@ class Project:
     claims: Path | None = None
     profiles: Path | None = None
     check: CheckSettings = field(default_factory=CheckSettings)
+    table: str = ""  # where in `file` the settings are: "" (the whole file) or "[tool.proofbench]"
+
+    def where(self, key: str) -> str:
+        """How a message names `key` of the project file: `FILE: KEY` or `FILE: [tool.proofbench].KEY`."""
+        return _located(self.file, self.table) + key
 
 
 def find(start: Path | None = None) -> Project | None:
@@ -118,12 +134,36 @@ def find(start: Path | None = None) -> Project | None:
     except RuntimeError:  # Python 3.11's word for a loop of symbolic links
         raise ProjectError(f"{given}: a loop of symbolic links") from None
     for directory in (here, *here.parents):
-        if (directory / FILE).is_file():
+        if _is_file(directory / FILE):
             return load(directory / FILE)
-        pyproject = directory / PYPROJECT
-        if pyproject.is_file() and isinstance(tool := _read(pyproject).get("tool"), dict) and "proofbench" in tool:
-            return _project(pyproject, tool["proofbench"], "[tool.proofbench]")
+        if (table := tool_table(directory / PYPROJECT)) is not None:
+            return _project(directory / PYPROJECT, table, "[tool.proofbench]")
     return None
+
+
+def tool_table(pyproject: Path) -> Any:
+    """The `[tool.proofbench]` table of a pyproject.toml (None where the file or the table is not
+    there: the words in a comment are no table); ProjectError for a file that is not TOML."""
+    if not _is_file(pyproject):
+        return None
+    tool = _read(pyproject).get("tool")
+    return tool["proofbench"] if isinstance(tool, dict) and "proofbench" in tool else None
+
+
+def _is_file(path: Path) -> bool:
+    # Path.is_file answers False for what is not there, but raises for a path the system refuses.
+    try:
+        return path.is_file()
+    except OSError as exc:
+        too_long = exc.errno == errno.ENAMETOOLONG
+        why = f"the path is too long for this system ({len(str(path))} characters)" if too_long else exc.strerror
+        raise ProjectError(f"{_shortened(path)}: {why}") from None
+
+
+def _shortened(path: Path, keep: int = 60) -> str:
+    # a path short enough to read in one line: its start and its end
+    text = str(path)
+    return text if len(text) <= 2 * keep else f"{text[:keep]}...{text[-keep:]}"
 
 
 def database_url(explicit: str | None, found: Project | None) -> str:
@@ -156,7 +196,7 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def _project(path: Path, table: Any, prefix: str) -> Project:
-    where = f"{path}: {prefix + '.' if prefix else ''}"
+    where = _located(path, prefix)
     if not isinstance(table, dict):
         raise ProjectError(f"{path}: {prefix or 'the file'} must be a table")
     _known(where, table, _KEYS)
@@ -170,8 +210,14 @@ def _project(path: Path, table: Any, prefix: str) -> Project:
                    asv_config=_path(where, root, table, "asv_config", "asv.conf.json"),
                    database=_database(where, root, table.get("database", f"sqlite:///{DEFAULT_WORKDIR}/proofbench.sqlite")),
                    site=_path(where, root, table, "site", f"{DEFAULT_WORKDIR}/site"), workdir=workdir,
-                   claims=_path(where, root, table, "claims", None), profiles=_path(where, root, table, "profiles", None),
-                   check=_check(where, table.get("check", {})))
+                   claims=_path(where, root, table, "claims", None),
+                   profiles=_path(where, root, table, "profiles", None),
+                   check=_check(where, table.get("check", {})), table=prefix)
+
+
+def _located(path: Path, table: str) -> str:
+    # how a message names a key of the project file, before the key
+    return f"{path}: {table + '.' if table else ''}"
 
 
 def _known(where: str, table: dict, allowed: set[str]) -> None:

@@ -15,8 +15,13 @@ def answered(action: AlertAction) -> str:
 
 
 def withdrawn(action: AlertAction) -> str:
-    """One line: which answer stopped counting."""
-    return f"alert {action.alert_id}: the {action.action} by {action.by} is withdrawn by {action.withdrawn_by}"
+    """One line: which answer stopped counting, and what stands now: the answer before it, where
+    there was one (answers stack: withdrawing the newest brings back the one it replaced), else
+    none, and the alert counts as it did before it was answered."""
+    now = answer_words(action.alert)
+    stands = f"the earlier answer stands again: {now}" if now else "no answer stands: the alert counts again"
+    return (f"alert {action.alert_id}: the {action.action} by {action.by} is withdrawn by {action.withdrawn_by}; "
+            f"{stands}")
 
 
 def answer_words(alert: Alert) -> str:

@@ -45,7 +45,9 @@ def _heading(report) -> str:
     unchecked = (f" ({report.unchecked} series with no result on {report.branch}'s first-parent history not "
                  f"checked: ingest their results with --repo of their repository, or check them apart)"
                  if report.unchecked else "")
-    return f"proofbench check: branch {report.branch}{since}, {report.series} series{order}{unchecked}, {previous}"
+    idle = "".join(f"\nrule {p!r} of the project file matched none of these series (a rule's pattern is a shell-style "
+                   f"wildcard, as `*.time_call`, not a regular expression)" for p in report.unmatched_rules)
+    return f"proofbench check: branch {report.branch}{since}, {report.series} series{order}{unchecked}, {previous}{idle}"
 
 
 def _totals(report) -> str:
@@ -53,8 +55,7 @@ def _totals(report) -> str:
                                     for state in ("resolved", "suspected", "dropped"))
     answered = sum(1 for f in report.findings if f.answer is not None and f.regression and f.state in ("new", "open"))
     return (f"{report.count('new', True)} new regression(s), {report.count('new', False)} new improvement(s), "
-            f"{report.count('open', True)} regression(s) still open, {suspected} suspected, {dropped} dropped by "
-            f"re-measurement, {resolved} resolved" + (f"; {answered} answered (not failing)" if answered else "")
+            f"{report.count('open', True)} regression(s) still open, {suspected} suspected, {dropped} dropped, {resolved} resolved" + (f"; {answered} answered (not failing)" if answered else "")
             + ("" if report.recorded else " (not recorded)"))
 
 
@@ -110,7 +111,11 @@ def note_lines(confirmed: dict | None, first_bad, bisection: dict | None, answer
 
 def notes(f: Finding) -> list[str]:
     """The lines that follow an alert of the check's report."""
-    return note_lines(f.confirmation, f.culprit, f.bisection, answer(f.answer))
+    gone = f.state == "dropped" and (f.confirmation or {}).get("outcome") != "dropped"
+    return ([GONE] if gone else []) + note_lines(f.confirmation, f.culprit, f.bisection, answer(f.answer))
+
+
+GONE = "dropped by the history: its newer points no longer show this step"
 
 
 def answer(a: dict | None) -> str:
@@ -195,7 +200,8 @@ def to_json(report: CheckReport) -> dict:
         "exit_code": report.exit_code,
         "check": {"id": report.check_id, "at": report.at, "branch": report.branch, "since": report.since,
                   "recorded": report.recorded, "fail_on": report.fail_on, "order": list(report.order),
-                  "previous": {"id": previous[0], "at": previous[1]} if previous else None},
+                  "previous": {"id": previous[0], "at": previous[1]} if previous else None,
+                  "unmatched_rules": list(report.unmatched_rules)},
         "counts": {"series": report.series, "unchecked_series": report.unchecked,
                    "new_regressions": report.count("new", True),
                    "new_improvements": report.count("new", False),

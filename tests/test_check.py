@@ -109,7 +109,8 @@ def test_a_flat_history_exits_0_with_the_documented_shape(sqlite_url, capsys):
     assert list(report) == ["format", "version", "status", "exit_code", "check", "counts", "alerts"]
     assert (report["format"], report["version"], report["status"], report["exit_code"]) == (FORMAT, FORMAT_VERSION,
                                                                                              "ok", 0)
-    assert set(report["check"]) == {"id", "at", "branch", "since", "recorded", "fail_on", "order", "previous"}
+    assert set(report["check"]) == {"id", "at", "branch", "since", "recorded", "fail_on", "order", "previous",
+                                    "unmatched_rules"}
     assert report["check"]["branch"] == "main" and report["check"]["previous"] is None
     assert report["check"]["order"] == ["first-parent history"]
     assert report["counts"] == {"series": 2, "unchecked_series": 0, "new_regressions": 0, "new_improvements": 0,
@@ -249,6 +250,9 @@ def test_errors_exit_2_and_still_print_json(step, capsys):
         status, report = check_json(step.url, capsys, "--bisect", *budgets)
         assert status == 2 and report["error"] == ("--confirm-rounds must be at least 1 and --confirm-budget and "
                                                    f"--bisect-budget not negative, got {got}")
+    capsys.readouterr()
+    assert _check(step.url, "--since", "no-such-revision", fmt="markdown") == 2  # the printed view says it too
+    assert capsys.readouterr().out.startswith("**proofbench check failed** (exit status 2): --since 'no-such-revision'")
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -448,3 +452,45 @@ def test_two_steps_a_few_commits_apart_are_two_alerts(sqlite_url, capsys):
     status, report = check_json(h.url, capsys, "--no-confirm")
     assert status == 1
     assert [(a["state"], a["commit"]["hash"]) for a in report["alerts"]] == [("new", _hash(12)), ("new", _hash(16))]
+
+
+def test_a_suspect_the_history_no_longer_shows_is_dropped_once_not_kept_suspected(sqlite_url, capsys):
+    """One slow night at the end is suspected; nights back at the old level put it within the
+    noise. The next check drops it, says so once, and it leaves the alerts still asked about
+    (it stayed suspected before: never reported again, never measured again)."""
+    h = History(sqlite_url)
+    h.nights(0, 20, {TIME: 1.0e-3})
+    h.night(20, {TIME: 1.25e-3})
+    _, first = check_json(sqlite_url, capsys, "--no-confirm")
+    (suspect,) = first["alerts"]
+    assert suspect["state"] == "suspected" and suspect["commit"]["hash"] == _hash(20)
+    h.nights(21, 28, {TIME: 1.0e-3})
+    capsys.readouterr()
+    _check(sqlite_url, "--no-confirm", "--no-record", fmt="text")
+    assert "dropped by the history: its newer points no longer show this step" in capsys.readouterr().out
+    _, second = check_json(sqlite_url, capsys, "--no-confirm")
+    assert [(a["id"], a["state"]) for a in second["alerts"]] == [(suspect["id"], "dropped")]
+    assert second["counts"]["dropped"] == 1
+    _, third = check_json(sqlite_url, capsys, "--no-confirm")
+    assert third["alerts"] == []  # reported once
+    with Session(connect(sqlite_url)) as session:
+        assert session.scalar(select(Alert.status).where(Alert.id == suspect["id"])) == "dropped"
+
+
+def test_a_rule_whose_pattern_matches_no_series_is_named(sqlite_url, capsys, tmp_path):
+    """A rule's pattern is a shell-style wildcard; one written as a regular expression matches
+    nothing, and the check says so instead of applying the defaults without a word."""
+    from proofbench.project import CheckSettings, Rule
+
+    History(sqlite_url).nights(0, 12, {TIME: 1.0e-3})
+    settings = CheckSettings(rules=(Rule("^loading\\..*$", min_step=0.5), Rule("loading.*", min_step=0.5)))
+    report = run_check(connect(sqlite_url), "main", record=False, settings=settings)
+    assert report.unmatched_rules == ("^loading\\..*$",)
+    from conftest import make_project
+
+    project = make_project(tmp_path / "bench")
+    with (project / "proofbench.toml").open("a") as fh:
+        fh.write('\n[check]\n[[check.rule]]\npattern = "^loading\\\\..*$"\nmin_step = 0.5\n')
+    capsys.readouterr()
+    assert cli.main(["check", "--no-git", "--no-record", "--project", str(project), "--db", sqlite_url]) == 0
+    assert "rule '^loading\\\\..*$' of the project file matched none of these series" in capsys.readouterr().out

@@ -155,6 +155,23 @@ def test_an_acknowledged_regression_no_longer_fails_and_withdrawing_it_does(susp
     assert status == 1 and report["alerts"][0]["answer"] is None
 
 
+def test_withdrawing_an_answer_says_which_answer_stands_now(suspect, capsys):
+    """Answers stack: withdrawing the newest brings back the one before it, and says so."""
+    from proofbench import cli
+
+    suspect.nights(14, 20, {TIME: 1.3e-3})
+    alert_id = str(check_json(suspect.url, capsys, "--no-confirm")[1]["alerts"][0]["id"])
+    for note in ("known", "again"):
+        assert cli.main(["alerts", "ack", alert_id, "--note", note, "--by", "qa", "--db", suspect.url]) == 0
+    capsys.readouterr()
+    assert cli.main(["alerts", "withdraw", alert_id, "--by", "qa", "--db", suspect.url]) == 0
+    out = capsys.readouterr().out
+    assert "is withdrawn by qa; the earlier answer stands again: acknowledged by qa" in out
+    assert out.endswith(": known\n")
+    assert cli.main(["alerts", "withdraw", alert_id, "--by", "qa", "--db", suspect.url]) == 0
+    assert capsys.readouterr().out.endswith("; no answer stands: the alert counts again\n")
+
+
 def test_the_text_report_says_what_re_measuring_found(suspect, capsys):
     _check(suspect, Remeasure(1.3))
     with Session(suspect.engine) as session:

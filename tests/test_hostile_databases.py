@@ -129,7 +129,8 @@ def test_reading_commands_work_on_a_database_they_may_not_write(site_db, tmp_pat
         _first_revision(f"sqlite:///{old}")
         folder.chmod(0o555)
         done = _cli(prefix, "report", "--out", str(tmp_path / "site"), "--db", f"sqlite:///{old}", cwd=tmp_path)
-        assert done.returncode == 2 and "is read-only here and its schema (0001) is older" in one_line(done.stderr)
+        line = one_line(done.stderr)  # a command that only reads never upgrades, read-only or not
+        assert done.returncode == 2 and "its schema (0001) is older than" in line and "db upgrade" in line
     finally:
         folder.chmod(0o755)
 

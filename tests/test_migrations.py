@@ -154,3 +154,23 @@ def test_upgrade_refuses_an_unreachable_database_with_a_masked_password(capsys):
     err = capsys.readouterr().err
     assert "cannot reach database" in err and "secret" not in err and "***" in err
     assert err.count("\n") == 1  # one line, not a traceback
+
+
+def test_an_older_schema_is_upgraded_only_where_nobody_else_can_be_locked_out(db_url, capsys, tmp_path):
+    """A command that only reads refuses an older schema and leaves it as it was (once upgraded,
+    older proofbench versions refuse the database); so does any command on a shared (PostgreSQL)
+    database. A command that writes to a SQLite file upgrades it in place; `db upgrade` anything."""
+    engine = engine_for(db_url)
+    first, head = _revisions(engine)
+    _migrate(engine, first)
+    _fill_first_revision(engine)
+    capsys.readouterr()
+    for reading in (["report", "--out", str(tmp_path / "site")], ["alerts", "list"], ["table"],
+                    ["check", "--no-git", "--no-record"], ["compare", "old-box", "other"]):
+        assert main([*reading, "--db", db_url]) == 2, reading
+        assert "is older than this proofbench's" in capsys.readouterr().err and _current(engine) == first, reading
+    shared = not db_url.startswith("sqlite")
+    assert main(["alerts", "ack", "1", "--db", db_url]) == 2  # no such alert, or a shared database refused
+    assert ("a shared database is upgraded only by `proofbench db upgrade`" in capsys.readouterr().err) == shared
+    assert _current(engine) == (first if shared else head)
+    assert main(["db", "upgrade", "--db", db_url]) == 0 and _current(engine) == head

@@ -41,11 +41,12 @@ from pathlib import Path
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from proofbench import git
 from proofbench.analysis import confirm
 from proofbench.analysis import series as series_mod
+from proofbench.analysis import since as since_mod
 from proofbench.analysis.detect import DEFAULT, ChangePoint, detect
 from proofbench.analysis.series import CommitRef, Order, Series
+from proofbench.analysis.since import Since, first_parent, utc
 from proofbench.analysis.tracker import overlap
 from proofbench.db.alerts import Alert, CheckRun, standing
 from proofbench.db.commits import ordered, place
@@ -61,18 +62,10 @@ FAIL_ON = ("new", "open")
 
 
 @dataclass(frozen=True)
-class Since:
-    """The first rank in commit order a check reports (None: nothing qualifies)."""
-
-    text: str
-    rank: int | None
-
-
-@dataclass(frozen=True)
 class Finding:
     """One alert as this check reports it. `state`: new (raised by this check, or confirmed by
     it), suspected (not decided yet), open (raised earlier, not resolved), dropped (by this
-    check's re-measurement) or resolved (by this check). `confirmation`: the stored
+    check's re-measurement, or a suspect its history no longer shows) or resolved (by this check). `confirmation`: the stored
     re-measurement (`confirm.stored`); `culprit`, `bisection`: what bisecting found; `answer`:
     the standing ack or accept (action, by, at, note)."""
 
@@ -128,6 +121,7 @@ class CheckReport:
     recorded: bool
     order: tuple[str, ...] = ()  # what ordered the commits (proofbench.db.commits.BASES)
     unchecked: int = 0  # series with no result at a commit of that order (`series.outside`)
+    unmatched_rules: tuple[str, ...] = ()  # patterns of the project file's rules no series matched
 
     def count(self, state: str, regression: bool) -> int:
         return sum(1 for f in self.findings if f.state == state and f.regression == regression)
@@ -154,7 +148,7 @@ def run_check(engine: Engine, branch: str, *, since: str | None = None, repo: Pa
     now = now or dt.datetime.now(dt.UTC)
     settings = settings or CheckSettings()
     with Session(engine) as session:
-        placed = place(session, history := _first_parent(repo, branch), branch) if repo else 0
+        placed = place(session, history := first_parent(repo, branch), branch) if repo else 0
         order = series_mod.order(session, branch)
         if not order.commits:  # a nightly job's check that read nothing must not pass
             raise InputError(f"{location(engine)}: the database holds no results: nothing to check (measure first: "
@@ -163,21 +157,23 @@ def run_check(engine: Engine, branch: str, *, since: str | None = None, repo: Pa
             raise InputError(f"{repo}: none of the {len(ordered(session))} commit(s) with results is on {branch}'s "
                              f"first-parent history (check --repo and --branch, or check without the repository "
                              f"to order commits by the results' dates)")
-        bound = parse_since(session, since, branch, repo, order) if since else None
+        bound = since_mod.parse(session, since, branch, repo, order) if since else None
         previous = session.scalars(select(CheckRun).order_by(CheckRun.id.desc()).limit(1)).first()
         run = CheckRun(started_at=now, branch=branch, since=since or "")
         session.add(run)
         session.flush()
         all_series = series_mod.load(session, branch, order)
-        raised, resolved, asked = _update_alerts(session, all_series, run, order, settings)
+        raised, resolved, asked, gone = _update_alerts(session, all_series, run, order, settings)
         confirmed, dropped = confirm.settle(asked, confirming, settings)
+        dropped += gone
         raised = [a for a in raised if a.status != "dropped"]
         confirm.bisect_new(session, [a for a in raised + confirmed if a.regression and a.status == "open"], confirming)
         findings = _findings(session, run, raised + confirmed, resolved, dropped, bound, order)
         report = CheckReport(run.id if record else None, now.isoformat(timespec="seconds"), branch, since,
                              (previous.id, _iso(previous.started_at)) if previous else None, len(all_series),
                              placed, findings if record else _unrecorded(findings, run.id), fail_on, record,
-                             order.basis, series_mod.outside(session, order))
+                             order.basis, series_mod.outside(session, order),
+                             settings.unmatched({s.benchmark for s in all_series}))
         _summarise(run, report)
         if record:
             session.commit()
@@ -186,55 +182,16 @@ def run_check(engine: Engine, branch: str, *, since: str | None = None, repo: Pa
     return report
 
 
-def _first_parent(repo: Path, branch: str) -> list[str]:
-    if git.is_shallow(repo):
-        raise InputError(f"{repo}: a shallow clone cannot place commits on {branch}'s first-parent history "
-                         f"(fetch the full history, e.g. fetch-depth: 0, or check without the repository)")
-    return git.first_parent(repo, branch)
-
-
-def parse_since(session: Session, text: str, branch: str, repo: Path | None, order: Order | None = None) -> Since:
-    """--since: an ISO date (commits committed that day or later) or a revision (that
-    commit and the ones after it in commit order)."""
-    order = order or series_mod.order(session, branch)
-    day = _date(text)
-    rows = session.execute(select(Commit.id, Commit.hash, Commit.committed_at, Commit.results_date)
-                           .where(Commit.id.in_(list(order.commits)))).all()
-    if day is not None:
-        ranks = [order.commits[i].rank for i, _, at, asv in rows if (at or asv) is not None and _utc(at or asv) >= day]
-        return Since(text, min(ranks) if ranks else None)
-    full = (git.rev_parse(repo, text) if repo else None) or text
-    matches = [order.commits[i].rank for i, h, _, _ in rows if h.startswith(full.lower())]
-    if len(matches) == 1:
-        return Since(text, matches[0])
-    if repo and "first-parent history" in order.basis and full in (hashes := _first_parent(repo, branch)):
-        return Since(text, hashes.index(full))
-    raise InputError(f"--since {text!r}: not a date (YYYY-MM-DD) nor a commit with results on {branch}"
-                     + (" (ambiguous prefix)" if len(matches) > 1 else ""))
-
-
-def _date(text: str) -> dt.datetime | None:
-    try:
-        value = dt.datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return _utc(value)
-
-
-def _utc(value: dt.datetime) -> dt.datetime:
-    # SQLite hands timestamps back without their zone; they were stored as UTC or local git time.
-    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
-
-
 def _iso(value: dt.datetime | None) -> str:
-    return _utc(value).isoformat(timespec="seconds") if value is not None else ""
+    return utc(value).isoformat(timespec="seconds") if value is not None else ""
 
 
 def _update_alerts(session: Session, all_series: list[Series], run: CheckRun, order: Order,
-                   settings: CheckSettings) -> tuple[list[Alert], list[Alert], list[confirm.Suspected]]:
+                   settings: CheckSettings) -> tuple[list[Alert], list[Alert], list[confirm.Suspected], list[Alert]]:
     """Match tonight's change points to known alerts; returns the alerts raised, those resolved,
-    and the steps to measure again (with their series and change point): the suspected ones
-    and those the history decided tonight."""
+    the steps to measure again (with their series and change point): the suspected ones and
+    those the history decided tonight; and the suspected ones the history no longer shows,
+    dropped (`_gone`)."""
     known: dict[tuple, list[Alert]] = {}
     for alert in session.scalars(select(Alert).order_by(Alert.id)):
         known.setdefault((alert.machine_id, alert.environment_id, alert.benchmark_id, alert.params_key),
@@ -261,8 +218,20 @@ def _update_alerts(session: Session, all_series: list[Series], run: CheckRun, or
             raised += [match] if decided else []
             if match.status == "suspected" or decided:
                 asked.append((match, s, cp))
+    gone = _gone(known, {(s.key.machine_id, s.key.environment_id, s.key.benchmark_id, s.key.params_key)
+                         for s in all_series}, run)
     session.flush()
-    return raised, _resolve(known, run, rank), asked
+    return raised, _resolve(known, run, rank), asked, gone
+
+
+def _gone(known: dict[tuple, list[Alert]], checked: set[tuple], run: CheckRun) -> list[Alert]:
+    """Suspected alerts of series checked tonight whose step tonight's history no longer shows
+    (newer points put it within the noise), dropped: else they would stay suspected, never
+    reported nor measured again. Suspected anew, one is asked again (`confirm.newer_than_remeasured`)."""
+    gone = [a for key in checked for a in known.get(key, ()) if a.status == "suspected" and a.seen_by_id != run.id]
+    for alert in gone:
+        alert.status, alert.seen_by_id = "dropped", run.id
+    return gone
 
 
 def _restate(alert: Alert, status: str, s: Series, cp: ChangePoint, alerts: list[Alert]) -> None:

@@ -26,8 +26,9 @@ def add_parser(sub) -> None:
         one.add_argument("--by", default=None, help="who (default: git's user.name, else the login name)")
         add_db_option(one)
         one.set_defaults(handler=handle_answer, action=verb)
-    back = verbs.add_parser("withdraw", help="withdraw the alert's standing answer")
-    back.add_argument("id", type=int)
+    back = verbs.add_parser("withdraw", help="withdraw the alert's standing answer (the answer before it, if "
+                            "any, stands again)")
+    back.add_argument("id", type=int, help="the alert's id")
     back.add_argument("--by", default=None, help="who (default: git's user.name, else the login name)")
     add_db_option(back)
     back.set_defaults(handler=handle_withdraw)
@@ -80,7 +81,7 @@ def handle_list(args: argparse.Namespace) -> int:
     from proofbench.db.alerts import Alert
     from proofbench.reports import alerts as shown
 
-    with Session(engine(args, create=False)) as session:
+    with Session(engine(args, write=False, create=False)) as session:
         query = select(Alert).order_by(Alert.id)
         if not args.all:
             query = query.where(Alert.status.in_(("open", "suspected")))

@@ -84,6 +84,8 @@ def handle(args: argparse.Namespace) -> int:
                 _write(args.markdown_out, shown.error_markdown(line, exit_code=code) + "\n")
         if args.format == "json":
             print(json.dumps(shown.error_json(line, exit_code=code), indent=2))
+        elif args.format == "markdown":  # a job posting the printed view posts the failure, not nothing
+            print(shown.error_markdown(line, exit_code=code))
         raise
     if args.format == "json":
         print(json.dumps(shown.to_json(report), indent=2))

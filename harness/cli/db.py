@@ -15,12 +15,14 @@ def add_parser(sub) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from proofbench.db.session import connect, engine_for, masked, schema_revision
+    from proofbench.db.session import connect, masked, schema_revision, upgrade
     from proofbench.project import database_url
 
     url = database_url(args.db, optional_project(args))
-    before = schema_revision(engine_for(url))
-    after = schema_revision(connect(url))  # refuses a database it may not write
+    engine = connect(url, migrate=False)  # refuses a database it may not write, or of a newer proofbench
+    before = schema_revision(engine)
+    upgrade(engine)
+    after = schema_revision(engine)
     done = "created schema" if before is None else "schema is current" if before == after else "upgraded schema"
     say(f"{done} ({after}) at {masked(url)}")
     return 0
