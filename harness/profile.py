@@ -1,8 +1,8 @@
 """Profiles: named selections of sizes and measurement settings, declared in TOML.
 
-The built-in profiles (smoke, quick, full, gpu) ship beside this module; a project may add or
-replace profiles with its own file (the project file's `profiles`). A benchmark process learns
-which profile and which file from $PROOFBENCH_PROFILE and $PROOFBENCH_PROFILES.
+The built-in profiles ship beside this module (profiles.toml); a project may add or replace
+profiles with its own file (the project file's `profiles`). A benchmark process learns which
+profile and which file from $PROOFBENCH_PROFILE and $PROOFBENCH_PROFILES.
 """
 from __future__ import annotations
 
@@ -150,12 +150,14 @@ def _seconds(where: str, key: str, value: object, low_open: bool) -> None:
                                f"got {value!r}")
 
 
+_NUMBER = (int, float)  # a number key takes either (never true or false); it is read as a float
+_EXPECTED = {str: "a string", int: "a whole number", _NUMBER: "a number", list: "an array", dict: "a table"}
 _FIELDS = {"description": str, "device": str, "threads": int, "sizes": list, "rounds": int,
-           "repeat": list, "warmup_time": (int, float), "bench": str}
-_OPTIONAL = {"pair_budget": (int, float), "precision": float, "min_rounds": int, "block_seconds": (int, float),
-             "budgets": dict, "processes": int, "pair_warmup": (int, float),
-             "between_runs": (int, float), "no_difference": (int, float), "between_runs_by_subject": dict,
-             "data_span": (int, float)}
+           "repeat": list, "warmup_time": _NUMBER, "bench": str}
+_OPTIONAL = {"pair_budget": _NUMBER, "precision": _NUMBER, "min_rounds": int, "block_seconds": _NUMBER,
+             "budgets": dict, "processes": int, "pair_warmup": _NUMBER,
+             "between_runs": _NUMBER, "no_difference": _NUMBER, "between_runs_by_subject": dict,
+             "data_span": _NUMBER}
 
 
 def load_profiles(path: Path = PROFILES_FILE) -> dict[str, Profile]:
@@ -172,7 +174,7 @@ def _profile(path: Path, name: str, table: object) -> Profile:
             raise InputError(f"{path}: [{name[:60]}] is missing key {key!r}")
         if key in table and (not isinstance(table[key], kind) or isinstance(table[key], bool)):
             raise InputError(f"{path}: [{name[:60]}].{key} has the wrong type ({type(table[key]).__name__}): "
-                             f"{repr(table[key])[:60]}")
+                             f"{repr(table[key])[:60]}; expected {_EXPECTED[kind]}")
     unknown = sorted(set(table) - set(_FIELDS) - set(_OPTIONAL))
     if unknown:
         raise InputError(f"{path}: [{name[:60]}] has unknown key(s) {', '.join(unknown)}; "
@@ -180,7 +182,7 @@ def _profile(path: Path, name: str, table: object) -> Profile:
     repeat = table["repeat"]
     if len(repeat) != 3:
         raise InputError(f"{path}: [{name[:60]}].repeat must be [min, max, seconds]")
-    optional = {key: float(table[key]) if kind not in (int, dict) else table[key]
+    optional = {key: _float(path, name, key, table[key]) if kind == _NUMBER else table[key]
                 for key, kind in _OPTIONAL.items() if key in table}
     optional["budgets"] = _per_subject(path, name, "budgets", "a number of seconds", table.get("budgets", {}))
     optional["between_runs_by_subject"] = _per_subject(path, name, "between_runs_by_subject", "a fraction",
@@ -188,10 +190,20 @@ def _profile(path: Path, name: str, table: object) -> Profile:
     try:
         return Profile(name=name, description=table["description"], device=table["device"],
                        threads=table["threads"], sizes=tuple(table["sizes"]), rounds=table["rounds"],
-                       repeat=(repeat[0], repeat[1], repeat[2]), warmup_time=table["warmup_time"],
+                       repeat=(repeat[0], repeat[1], repeat[2]),
+                       warmup_time=_float(path, name, "warmup_time", table["warmup_time"]),
                        bench=table.get("bench", ""), **optional)
     except DeclarationError as exc:
         raise InputError(f"{path}: {exc}") from None
+
+
+def _float(path: Path, name: str, key: str, number: int | float) -> float:
+    # TOML's integers are Python's: one of 400 digits is a number, but no float
+    try:
+        return float(number)
+    except OverflowError:
+        raise InputError(f"{path}: [{name[:60]}].{key} is too large, got an integer of {len(str(number))} "
+                         f"digits") from None
 
 
 def _per_subject(path: Path, name: str, key: str, expected: str, table: dict) -> tuple[tuple[str, float], ...]:
@@ -200,6 +212,11 @@ def _per_subject(path: Path, name: str, key: str, expected: str, table: dict) ->
         if not isinstance(number, (int, float)) or isinstance(number, bool):
             raise InputError(f"{path}: [{name[:60]}.{key}].{subject[:60]} must be {expected}")
     return tuple(sorted((subject, float(number)) for subject, number in table.items()))
+
+
+def builtin_names() -> tuple[str, ...]:
+    """The built-in profiles' names, in their file's order (read, not checked: what help texts list)."""
+    return tuple(tomlfile.read(PROFILES_FILE, "profiles file"))
 
 
 def profiles(extra: Path | None = None) -> dict[str, Profile]:

@@ -86,6 +86,11 @@ def register(*subjects: Subject) -> None:
         REGISTRY._modules[subject.key] = caller
 
 
+class UnimportableModule(DeclarationError):
+    """A subject module that cannot be imported; the message names it and why (the caller that
+    knows where the module was named adds that)."""
+
+
 def load(modules: Sequence[str], root: Path | None = None) -> Registry:
     """Import every subject module once and return the filled registry.
 
@@ -101,14 +106,27 @@ def load(modules: Sequence[str], root: Path | None = None) -> Registry:
 
 
 def load_module(name: str) -> Registry:
-    """Import one subject module (what a benchmark process needs) and return the registry."""
+    """Import one subject module (what a benchmark process needs) and return the registry.
+
+    Whatever stops the import, a `sys.exit` at its top level included (never Ctrl-C), is an
+    UnimportableModule naming the module and why; proofbench's exit status stays its own.
+    """
     try:
         importlib.import_module(name)
     except DeclarationError as exc:
         raise DeclarationError(f"{_where(name, exc)}: {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - whatever stops the import is the user's to see, in one line
-        raise DeclarationError(f"subject module {name!r} cannot be imported: {type(exc).__name__}: {exc}") from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever stops the import is the user's to see
+        raise UnimportableModule(f"subject module {name!r} cannot be imported: {_why(exc)}") from None
     return REGISTRY
+
+
+def _why(exc: BaseException) -> str:
+    # One line: the exception's type and message; a syntax error with the file and line it is at
+    # (its own message names only the file's base name).
+    if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
+        return f"{exc.filename}:{exc.lineno}: {type(exc).__name__}: {exc.msg}"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _where(name: str, exc: BaseException) -> str:

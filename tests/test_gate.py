@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from proofbench.analysis.gate import Verdict, judge
 from proofbench.pipeline.remeasure import Remeasured, Round, Target
@@ -49,3 +50,14 @@ def test_a_project_rule_sets_the_minimum_step_and_the_direction():
     assert report.series[0].verdict is Verdict.NO_CHANGE and report.series[0].min_step == 0.2
     faster = _judge(_measured({TIME: 1.5}), settings)
     assert faster.series[0].verdict is Verdict.IMPROVEMENT  # the rule says higher is better
+
+
+def test_the_gate_help_says_what_each_format_is_for(capsys):
+    from proofbench.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["gate", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())  # argparse folds long help lines
+    assert done.value.code == 0
+    assert ("--format {text,markdown,json} text (default), markdown (a comment for the pull request) or json "
+            "(a versioned document)") in shown, shown

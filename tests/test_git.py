@@ -99,3 +99,120 @@ def test_init_prints_each_path_whole_on_one_line(repo, capsys):
     lines = capsys.readouterr().err.splitlines()
     assert f"wrote {deep / 'asv.conf.json'}" in lines and f"wrote {deep / 'proofbench.toml'}" in lines
     assert len(f"wrote {deep / 'asv.conf.json'}") > 150
+
+
+def _checkout(path: Path, branch: str = "main") -> Path:
+    # a git repository at `path` with one commit on `branch`
+    path.mkdir(parents=True, exist_ok=True)
+    for args in (["init", "-q", "-b", branch], ["-c", "user.name=B", "-c", "user.email=b@example.invalid", "commit",
+                                                 "-q", "--allow-empty", "-m", "first"]):
+        subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True)
+    return path
+
+
+def _written(repo: Path) -> set[str]:
+    # what init may write, of what is there
+    return {name for name in ("asv.conf.json", "proofbench.toml", "bench", ".gitignore") if (repo / name).exists()}
+
+
+@pytest.mark.parametrize("directory, branch, name", [('quo"te', "main", None), ("back\\slash", "main", None),
+                                                     ("plain", 'feat"x', None), ("plain", "main", 'a\\"b')])
+def test_init_writes_names_with_quotes_and_backslashes_as_json(tmp_path, directory, branch, name):
+    from proofbench.pipeline.asv import read_config
+    from proofbench.pipeline.scaffold import init
+
+    repo = _checkout(tmp_path / directory, branch)
+    if name:
+        (repo / "pyproject.toml").write_text(f"[project]\nname = '{name}'\n")
+    init(repo)
+    conf = read_config(repo / "asv.conf.json")  # asv's own reader, the one `proofbench generate` uses
+    assert (conf["project"], conf["branches"], conf["benchmark_dir"]) == (name or directory, [branch], "bench")
+    assert (repo / "asv.conf.json").read_text().startswith("{\n    // asv's configuration")  # its comments kept
+
+
+def test_init_takes_a_table_in_a_comment_for_no_table(repo, capsys):
+    from proofbench import cli, project
+
+    (repo / "pyproject.toml").write_text("# TODO: add a [tool.proofbench] table later\n[project]\nname = \"x\"\n")
+    assert cli.main(["init", str(repo)]) == 0
+    assert f"wrote {repo / 'proofbench.toml'}" in capsys.readouterr().err.splitlines()
+    assert project.find(repo).file == repo / "proofbench.toml"
+
+
+def test_init_keeps_the_table_of_pyproject_and_names_that_file(repo, capsys):
+    from proofbench import cli, project
+
+    (repo / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.proofbench]\nsubjects = ["bench.subjects"]\n')
+    assert cli.main(["init", str(repo)]) == 0
+    assert f"kept  the [tool.proofbench] table of {repo / 'pyproject.toml'}" in capsys.readouterr().err.splitlines()
+    assert not (repo / "proofbench.toml").exists() and project.find(repo).file == repo / "pyproject.toml"
+
+
+def test_init_refuses_a_pyproject_that_is_not_toml_and_writes_nothing(repo, capsys):
+    from proofbench import cli
+
+    (repo / "pyproject.toml").write_text("[project\nname = \"x\"\n")
+    assert cli.main(["init", str(repo)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"proofbench: {repo / 'pyproject.toml'}: not valid TOML: ") and err.count("\n") == 1
+    assert _written(repo) == set()
+
+
+@pytest.mark.parametrize("link", ["proofbench.toml", "asv.conf.json", ".gitignore", "bench", "bench/subjects.py"])
+def test_init_writes_nothing_through_a_dangling_link(repo, tmp_path, capsys, link):
+    from proofbench import cli
+
+    outside = tmp_path / "outside" / "OUTSIDE"  # its directory is there: a write through the link would succeed
+    outside.parent.mkdir()
+    (repo / link).parent.mkdir(exist_ok=True)
+    (repo / link).symlink_to(outside)
+    assert cli.main(["init", str(repo)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"proofbench: {repo / link}: a symbolic link to {outside}, which is not there; init writes nothing "
+                   f"through a link: remove it, or create what it names\n")
+    assert list(outside.parent.iterdir()) == [] and _written(repo) <= {"bench"}
+    assert not (repo / "bench" / "__init__.py").exists()
+
+
+def test_init_keeps_a_link_to_a_file_and_leaves_what_it_names_as_it_was(repo, tmp_path, capsys):
+    from proofbench import cli
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for name in ("proofbench.toml", ".gitignore"):
+        (outside / name).write_text("# the user's\n")
+        (repo / name).symlink_to(outside / name)
+    assert cli.main(["init", str(repo)]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert f"kept  {repo / 'proofbench.toml'}" in lines
+    assert (f"kept  {repo / '.gitignore'}, a symbolic link init writes nothing through: add .asv/, .proofbench/ to it "
+            f"yourself") in lines
+    assert [(outside / name).read_text() for name in ("proofbench.toml", ".gitignore")] == ["# the user's\n"] * 2
+
+
+def test_init_refuses_a_suite_directory_linked_out_of_the_repository(repo, tmp_path):
+    from proofbench.pipeline.scaffold import init
+
+    (tmp_path / "elsewhere").mkdir()
+    (repo / "bench").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(InputError, match=r"bench: a symbolic link out of the repository"):
+        init(repo)
+    assert list((tmp_path / "elsewhere").iterdir()) == [] and _written(repo) == {"bench"}
+
+
+def test_init_in_a_subdirectory_points_asv_at_the_repository_and_the_subdirectory(repo):
+    from asv.plugins.git import Git
+
+    from proofbench.pipeline.asv import read_config
+    from proofbench.pipeline.scaffold import init
+
+    project = repo / "packages" / "sub"
+    project.mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[project]\nname = \"subpkg\"\n")
+    init(project)
+    conf = read_config(project / "asv.conf.json")
+    assert (conf["project"], conf["repo"], conf["repo_subdir"]) == ("subpkg", "../..", "packages/sub")
+    assert (project / conf["repo"]).resolve() == repo and Git.is_local_repo(str(project / conf["repo"]))
+    init(repo)
+    at_root = read_config(repo / "asv.conf.json")
+    assert (at_root["repo"], at_root["repo_subdir"]) == (".", "")

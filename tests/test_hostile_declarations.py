@@ -5,6 +5,8 @@ before anything is written.
 from __future__ import annotations
 
 import os
+import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -42,7 +44,8 @@ BAD_CLAIMS = {  # claims file -> what the one line says after the file and the c
     "unknown-variant": (CLAIM.replace('variant = "optimized"', 'variant = "turbo"'),
                         "subject loading.lmdb_read has no variant 'turbo'"),
     "unknown-metric": (CLAIM.replace('metric = "time"', 'metric = "latency"'),
-                       "key 'metric' 'latency' is not measured by loading.lmdb_read for a speedup claim; expected time"),
+                       "key 'metric' 'latency' is not measured by loading.lmdb_read for a speedup claim; "
+                       "expected time"),
     "untracked-memory": (MEMORY.replace("loading.lmdb_read", "loading.fasta_to_lmdb"),
                          "key 'metric' 'peak_memory' is not measured by loading.fasta_to_lmdb"),
     "stray-claims-table": (CLAIM + CLAIM.replace("[[claim]]", "[[claims]]"), "unknown top-level key 'claims'"),
@@ -119,6 +122,18 @@ BAD_PROFILES = {
     "name-too-long": (PROFILE.replace("[mine]", f"[{'p' * 51}]"), "a name is 1-50 letters"),
     "unknown-key": (PROFILE + "colour = 1\n", "[mine] has unknown key(s) colour"),
     "deeply-nested": (PROFILE + "x = " + "[" * 50_000 + "]" * 50_000 + "\n", "not valid TOML: nested too deeply"),
+    "precision-zero-integer": (PROFILE + "precision = 0\n", "precision must be a fraction between 0 and 1, e.g. 0.05, "
+                               "got 0.0"),
+    "precision-text": (PROFILE + 'precision = "fine"\n', "[mine].precision has the wrong type (str): 'fine'; "
+                       "expected a number"),
+    "threads-float-expected": (PROFILE.replace("threads = 1", "threads = 1.5"),
+                               "[mine].threads has the wrong type (float): 1.5; expected a whole number"),
+    "warmup-huge-integer": (PROFILE.replace("warmup_time = 0.0", "warmup_time = " + "9" * 400),
+                            "[mine].warmup_time is too large, got an integer of 400 digits"),
+    "pair-budget-huge-integer": (PROFILE + "pair_budget = " + "9" * 400 + "\n",
+                                 "[mine].pair_budget is too large, got an integer of 400 digits"),
+    "sizes-text": (PROFILE.replace('["tiny"]', '"tiny"'), "[mine].sizes has the wrong type (str): 'tiny'; expected an "
+                   "array"),
 }
 
 
@@ -137,6 +152,32 @@ def test_the_builtin_profiles_pass_every_rule():
     from proofbench.profile import profiles
 
     assert set(profiles()) >= {"smoke", "quick", "full", "gpu"}
+
+
+def test_every_number_key_of_a_profile_takes_an_integer(tmp_path):
+    from proofbench.profile import load_profiles
+
+    path = tmp_path / "profiles.toml"
+    path.write_text(PROFILE.replace("warmup_time = 0.0", "warmup_time = 0") + "pair_budget = 4\nblock_seconds = 1\n"
+                    "pair_warmup = 0\nbetween_runs = 0\nno_difference = 0\ndata_span = 0\n")
+    mine = load_profiles(path)["mine"]
+    numbers = (mine.warmup_time, mine.pair_budget, mine.block_seconds, mine.pair_warmup, mine.between_runs,
+               mine.no_difference, mine.data_span)
+    assert numbers == (0, 4, 1, 0, 0, 0, 0) and all(type(n) is float for n in numbers)
+
+
+@pytest.mark.parametrize("command", ["run", "history", "gate"])
+def test_the_profile_option_lists_every_builtin_profile_from_its_file(capsys, command):
+    from proofbench.cli import main
+    from proofbench.profile import DEFAULT, PROFILES_FILE
+
+    names = list(tomllib.loads(PROFILES_FILE.read_text()))
+    with pytest.raises(SystemExit) as done:
+        main([command, "--help"])
+    shown = " ".join(capsys.readouterr().out.split())  # argparse folds long help lines
+    listed = ", ".join(f"{name} (default)" if name == DEFAULT else name for name in names)
+    assert done.value.code == 0 and {"pipelines", "esm650m"} <= set(names)
+    assert f"--profile PROFILE {listed}, or one of the project's" in shown, shown
 
 
 BAD_PROJECTS = {  # proofbench.toml (or pyproject.toml) -> the one line
@@ -166,6 +207,63 @@ def test_a_bad_project_file_is_one_line_naming_it(capsys, tmp_path, case):
     code, _, err = cli(capsys, "generate", "--check", "--project", str(tmp_path))
     line = one_line(err)
     assert code == 2 and message in line and (str(tmp_path / name) in line or "no proofbench.toml" in line), line
+
+
+BROKEN_SUBJECTS = {  # the subjects module's text (None: no such module) -> why, after "cannot be imported: "
+    "exits-0": ("import sys\nsys.exit(0)\n", "SystemExit: 0"),
+    "exits-3": ("import sys\nsys.exit(3)\n", "SystemExit: 3"),
+    "exits-with-text": ("import sys\nsys.exit('bye')\n", "SystemExit: bye"),
+    "exits-bare": ("raise SystemExit\n", "SystemExit"),
+    "syntax-error": ("x = 1\ndef broken(:\n", "{file}:2: SyntaxError: invalid syntax"),
+    "missing": (None, "ModuleNotFoundError: No module named {module!r}"),
+}
+
+
+@pytest.mark.parametrize("case", BROKEN_SUBJECTS, ids=BROKEN_SUBJECTS)
+def test_a_subjects_module_that_cannot_be_imported_is_one_line_naming_project_file_and_key(capsys, monkeypatch,
+                                                                                            tmp_path, case):
+    text, why = BROKEN_SUBJECTS[case]
+    module = "broken_subjects_" + case.replace("-", "_")  # a name of its own: nothing of it stays imported
+    project = make_project(tmp_path / "project", module).resolve()
+    if text is not None:
+        (project / f"{module}.py").write_text(text)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the project's directory is put on it
+    code, _, err = cli(capsys, "generate", "--check", "--project", str(project))
+    expected = (f"proofbench: {project / 'proofbench.toml'}: subjects: subject module {module!r} cannot be imported: "
+                + why.format(file=project / f"{module}.py", module=module))
+    assert (code, one_line(err)) == (2, expected)
+    assert not (project / "benchmarks").exists()  # refused before the suite was written
+
+
+def test_a_subjects_module_named_in_pyproject_is_refused_naming_its_table(capsys, monkeypatch, tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.proofbench]\nsubjects = ["broken_subjects_from_pyproject"]\n')
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    code, _, err = cli(capsys, "generate", "--check", "--project", str(tmp_path))
+    assert code == 2 and one_line(err).startswith(f"proofbench: {tmp_path.resolve() / 'pyproject.toml'}: "
+                                                  f"[tool.proofbench].subjects: subject module "
+                                                  f"'broken_subjects_from_pyproject' cannot be imported: "), err
+
+
+def test_a_subjects_module_interrupted_while_imported_is_an_interrupt(capsys, monkeypatch, tmp_path):
+    project = make_project(tmp_path / "project", "interrupted_subjects").resolve()
+    (project / "interrupted_subjects.py").write_text("raise KeyboardInterrupt\n")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    code, _, err = cli(capsys, "generate", "--check", "--project", str(project))
+    assert code == 130 and "interrupted" in one_line(err)
+
+
+@pytest.mark.parametrize("argv", [("alerts", "list"), ("report",)])
+def test_a_working_directory_too_long_for_the_system_is_one_line(capsys, monkeypatch, tmp_path, argv):
+    monkeypatch.delenv("PROOFBENCH_PROJECT", raising=False)
+    monkeypatch.delenv("PROOFBENCH_DB", raising=False)
+    monkeypatch.chdir(tmp_path)  # and back at the end
+    for _ in range(20):  # 20 x 251 characters, past Linux's 4096: made and entered one step at a time
+        os.mkdir("d" * 250)
+        os.chdir("d" * 250)
+    code, _, err = cli(capsys, *argv)
+    line = one_line(err)
+    assert code == 2 and line.startswith(f"proofbench: {str(tmp_path.resolve())[:40]}"), line
+    assert f"{'d' * 40}/proofbench.toml: the path is too long for this system (" in line and len(line) < 250, line
 
 
 @pytest.mark.parametrize("key", ["claims", "profiles"])

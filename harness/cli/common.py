@@ -30,6 +30,15 @@ def add_project_option(parser: argparse.ArgumentParser) -> None:
                              "from the working directory up)")
 
 
+def add_profile_option(parser: argparse.ArgumentParser) -> None:
+    """--profile NAME: a built-in profile, listed from the built-in profiles file (so the help
+    cannot fall behind it), or one of the project's."""
+    from proofbench.profile import DEFAULT, builtin_names
+
+    names = ", ".join(f"{name} (default)" if name == DEFAULT else name for name in builtin_names())
+    parser.add_argument("--profile", default=None, help=f"{names}, or one of the project's")
+
+
 def add_db_option(parser: argparse.ArgumentParser) -> None:
     """Every command that touches the database takes --db URL (else $PROOFBENCH_DB, else the project's)."""
     parser.add_argument("--db", metavar="URL", help="SQLAlchemy database URL (default: $PROOFBENCH_DB, else the "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from proofbench.cli.common import add_project_option, project, regenerate, say
+from proofbench.cli.common import add_profile_option, add_project_option, project, regenerate, say
 
 FORMATS = ("text", "markdown", "json")
 
@@ -20,8 +20,9 @@ def add_parser(sub) -> None:
     parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                         help="stop starting rounds once they would take longer than this")
     parser.add_argument("--bench", metavar="REGEX", help="only benchmarks whose name matches")
-    parser.add_argument("--profile", default=None, help="smoke, quick (default), full, or one of the project's")
-    parser.add_argument("--format", choices=FORMATS, default="text")
+    add_profile_option(parser)
+    parser.add_argument("--format", choices=FORMATS, default="text",
+                        help="text (default), markdown (a comment for the pull request) or json (a versioned document)")
     add_project_option(parser)
     parser.set_defaults(handler=handle)
 

@@ -4,7 +4,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from proofbench.cli.common import add_db_option, engine, progress_bar, project, regenerate, say, show_ingest
+from proofbench.cli.common import (
+    add_db_option,
+    add_profile_option,
+    engine,
+    progress_bar,
+    project,
+    regenerate,
+    say,
+    show_ingest,
+)
 
 
 def add_parser(sub) -> None:
@@ -18,7 +27,7 @@ def add_parser(sub) -> None:
                         "(default: asv.conf.json's first branch, else the current one)")
     parser.add_argument("--repo", type=Path, default=None, help="the repository to build at each commit (default: "
                         "asv.conf.json's `repo`)")
-    parser.add_argument("--profile", default=None, help="quick (default), full, gpu, smoke or one of the project's")
+    add_profile_option(parser)
     parser.add_argument("--bench", metavar="SUBJECT|REGEX", help="only this subject (lmdb_read, loading.lmdb_read), "
                         "or the benchmarks whose name matches")
     parser.add_argument("--rerun", action="store_true", help="measure commits that already have results again")

@@ -18,9 +18,18 @@ def handle(args: argparse.Namespace) -> int:
     from proofbench.pipeline.scaffold import init
 
     for item in init(args.directory):
-        if item.added:
-            say(f"added {', '.join(item.added)} to {item.path}")
-        else:
-            say(f"{'wrote' if item.written else 'kept '} {item.path}")
+        say(_done(item))
     say("next: declare your subjects in the subjects module, then `proofbench run`")
     return 0
+
+
+def _done(item) -> str:
+    # one line per file, its path whole (copied from the terminal)
+    if item.added:
+        return f"added {', '.join(item.added)} to {item.path}"
+    if item.table:
+        return f"kept  the [tool.proofbench] table of {item.path}"
+    if item.left:
+        return (f"kept  {item.path}, a symbolic link init writes nothing through: "
+                f"add {', '.join(item.left)} to it yourself")
+    return f"{'wrote' if item.written else 'kept '} {item.path}"

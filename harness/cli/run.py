@@ -3,12 +3,21 @@ from __future__ import annotations
 
 import argparse
 
-from proofbench.cli.common import add_db_option, engine, progress_bar, project, regenerate, say, show_ingest
+from proofbench.cli.common import (
+    add_db_option,
+    add_profile_option,
+    engine,
+    progress_bar,
+    project,
+    regenerate,
+    say,
+    show_ingest,
+)
 
 
 def add_parser(sub) -> None:
     parser = sub.add_parser("run", help="measure a profile on the checkout in hand, ingest, report")
-    parser.add_argument("--profile", default=None, help="quick (default), full, gpu, smoke or one of the project's")
+    add_profile_option(parser)
     parser.add_argument("--bench", metavar="SUBJECT|REGEX", help="only this subject (lmdb_read, loading.lmdb_read), "
                         "or the benchmarks whose name matches")
     parser.add_argument("--no-report", action="store_true", help="skip rendering the HTML site")

@@ -292,7 +292,8 @@ def run(layout: Layout, hashes: tuple[str, ...], profile: Profile, machine_profi
     hashfile = config.with_name("history.hashes")
     hashfile.write_text("\n".join(hashes) + "\n")
     env = history_environment(layout, profile)
-    shared = shared_site(layout.workdir / SHARED_SITE, distribution_name(repo))
+    under_test = repo / str(json.loads(config.read_text()).get("repo_subdir") or "")  # where asv builds it
+    shared = shared_site(layout.workdir / SHARED_SITE, distribution_name(under_test))
     setup = prepare_environment(config, layout, env, shared)
     cmd = asv_command(config, machine_profile.name, hashfile, bench or profile.bench or None, rerun,
                       keep_discovery=discovered is not None)
