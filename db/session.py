@@ -164,8 +164,21 @@ def engine_for(url: str, create: bool = True) -> Engine:
         with engine.connect():
             pass
     except (SQLAlchemyError, ValueError, TypeError) as exc:
-        raise DatabaseError(f"cannot reach database {masked(url)}: {scrub(_reason(exc), url)}") from None
+        raise DatabaseError(f"cannot reach database {masked(url)}: {scrub(_reason(exc), url)}"
+                            f"{_too_long(parsed) if sqlite else ''}") from None
     return engine
+
+
+# bytes: the longest database path SQLite's unix VFS opens, its 512 (MAX_PATHNAME) less the
+# "-journal" it appends and a NUL (a path of 501 bytes opened here, one of 506 did not)
+SQLITE_PATH_LIMIT = 512 - len("-journal") - 1
+
+
+def _too_long(parsed) -> str:
+    # SQLite says only "unable to open database file" of a path longer than it opens
+    size = len(os.path.abspath(parsed.database or "").encode())
+    return (f" (its path has {size} bytes, and SQLite opens none over {SQLITE_PATH_LIMIT}: name a database under a "
+            f"shorter path, --db or PROOFBENCH_DB)" if size > SQLITE_PATH_LIMIT else "")
 
 
 def _reason(exc: BaseException) -> str:

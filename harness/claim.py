@@ -158,6 +158,10 @@ def check_against(claims: tuple[Claim, ...], registry: Registry, path: Path) -> 
         if claim.variant not in variants:
             raise InputError(f"{where}: subject {claim.subject} has no variant {claim.variant!r}; "
                              f"expected one of {', '.join(variants)}")
+        if claim.variant == "baseline" and claim.kind != "throughput":  # a rate is the one figure of its own
+            raise InputError(f"{where}: a {claim.kind} claim is about a variant against the baseline, and "
+                             f"'baseline' is the baseline itself; expected one of "
+                             f"{', '.join(v for v in variants if v != 'baseline')}")
         metrics = metrics_for(claim.kind, subject)
         if claim.metric not in metrics:
             raise InputError(f"{where}: key 'metric' {claim.metric!r} is not measured by {claim.subject} for a "

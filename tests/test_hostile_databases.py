@@ -262,3 +262,13 @@ def test_a_stored_trace_path_publishes_no_other_file(capsys, site_db, tmp_path):
     assert code == 0, err
     published = [p.read_text(errors="replace") for p in (tmp_path / "site").rglob("*") if p.is_file()]
     assert not any("PRIVATE KEY" in text or "root:x:0:0" in text for text in published)
+
+
+def test_a_sqlite_path_longer_than_sqlite_opens_says_so(capsys, tmp_path):
+    """SQLite opens no database whose path passes its limit, and says only "unable to open
+    database file"; the error names the path's length and the limit."""
+    folder = tmp_path.joinpath(*["d" * 100] * 5)
+    folder.mkdir(parents=True)
+    code, _, err = cli(capsys, "db", "upgrade", "--db", f"sqlite:///{folder / 'proofbench.sqlite'}")
+    line = one_line(err)
+    assert code == 2 and "unable to open database file (its path has" in line and "SQLite opens none over 503" in line

@@ -43,6 +43,9 @@ BAD_CLAIMS = {  # claims file -> what the one line says after the file and the c
                         "unknown subject 'loading.nope'"),
     "unknown-variant": (CLAIM.replace('variant = "optimized"', 'variant = "turbo"'),
                         "subject loading.lmdb_read has no variant 'turbo'"),
+    "baseline-speedup": (CLAIM.replace('variant = "optimized"', 'variant = "baseline"'),
+                         "a speedup claim is about a variant against the baseline, and 'baseline' is the baseline "
+                         "itself; expected one of "),
     "unknown-metric": (CLAIM.replace('metric = "time"', 'metric = "latency"'),
                        "key 'metric' 'latency' is not measured by loading.lmdb_read for a speedup claim; "
                        "expected time"),
