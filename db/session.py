@@ -1,9 +1,11 @@
 """Engines and schema management: a database URL in, a migrated database out.
 
 Any SQLAlchemy URL works: a SQLite file for one machine, `postgresql+psycopg://...` for a fleet
-sharing one database (which URL a command uses is the project's business: proofbench.project). SQLite runs in WAL mode with a
-busy timeout so several ingesting processes can share the file. A SQLite file this process may
-not write is opened read-only, for the commands that only read; no message ever shows a password.
+sharing one database (which URL a command uses is the project's business: proofbench.project).
+SQLite runs in WAL mode with a busy timeout so several ingesting processes can share the file. A
+SQLite file this process may not write is opened read-only, for the commands that only read; no
+message ever shows a password. A command upgrades an older schema itself only where nobody else
+can be locked out by it (`may_upgrade`); `proofbench db upgrade` upgrades any.
 """
 from __future__ import annotations
 

@@ -93,7 +93,8 @@ def _number(value: object) -> float:
 
 
 def _shown(value: object) -> str:
-    text = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else f"an integer of {len(str(value))} digits"
+    text = (repr(value) if not isinstance(value, int) or abs(value) < 10**30
+            else f"an integer of {len(str(value))} digits")
     return text[:60]
 
 

@@ -45,9 +45,10 @@ def _heading(report) -> str:
     unchecked = (f" ({report.unchecked} series with no result on {report.branch}'s first-parent history not "
                  f"checked: ingest their results with --repo of their repository, or check them apart)"
                  if report.unchecked else "")
-    idle = "".join(f"\nrule {p!r} of the project file matched none of these series (a rule's pattern is a shell-style "
-                   f"wildcard, as `*.time_call`, not a regular expression)" for p in report.unmatched_rules)
-    return f"proofbench check: branch {report.branch}{since}, {report.series} series{order}{unchecked}, {previous}{idle}"
+    idle = "".join(f"\nrule {p!r} of the project file matched none of these series (a rule's pattern is a "
+                   f"shell-style wildcard, as `*.time_call`, not a regular expression)" for p in report.unmatched_rules)
+    return (f"proofbench check: branch {report.branch}{since}, {report.series} series{order}{unchecked}, "
+            f"{previous}{idle}")
 
 
 def _totals(report) -> str:
@@ -55,7 +56,8 @@ def _totals(report) -> str:
                                     for state in ("resolved", "suspected", "dropped"))
     answered = sum(1 for f in report.findings if f.answer is not None and f.regression and f.state in ("new", "open"))
     return (f"{report.count('new', True)} new regression(s), {report.count('new', False)} new improvement(s), "
-            f"{report.count('open', True)} regression(s) still open, {suspected} suspected, {dropped} dropped, {resolved} resolved" + (f"; {answered} answered (not failing)" if answered else "")
+            f"{report.count('open', True)} regression(s) still open, {suspected} suspected, {dropped} dropped, "
+            f"{resolved} resolved" + (f"; {answered} answered (not failing)" if answered else "")
             + ("" if report.recorded else " (not recorded)"))
 
 
@@ -160,7 +162,8 @@ def markdown(report) -> str:
             lines.append("| " + " | ".join(_cell(c) for c in (
                 f.state, f.kind, _alert(f) + _series(f), f"`{f.commit.short}` {f.commit.subject}",
                 fmt.measured(f.before, f.unit), fmt.measured(f.after, f.unit),
-                f"x{f.ratio:.3g}{_clause(estimated(f.step, f.ratio))}", f"{f.p_value:.2g}", "; ".join(notes(f)))) + " |")
+                f"x{f.ratio:.3g}{_clause(estimated(f.step, f.ratio))}", f"{f.p_value:.2g}",
+                "; ".join(notes(f)))) + " |")
     return "\n".join(lines)
 
 

@@ -394,7 +394,8 @@ def test_the_suspicion_bar_comes_from_the_project_file(sqlite_url, tmp_path):
     per_pattern = CheckSettings(min_step=0.01, suspect_from=1.5, rules=(Rule("loading.*", suspect_from=1.3),))
     assert suspects(per_pattern) == [("suspected", 1.35)]
     project = tmp_path / "proofbench.toml"
-    project.write_text('subjects = ["a"]\n[check]\nsuspect_from = 1.5\n[[check.rule]]\npattern = "x*"\nsuspect_from = 2\n')
+    project.write_text('subjects = ["a"]\n[check]\nsuspect_from = 1.5\n'
+                       '[[check.rule]]\npattern = "x*"\nsuspect_from = 2\n')
     settings = load(project).check
     assert settings.for_benchmark(TIME).suspect_from == 1.5 and settings.for_benchmark("xy").suspect_from == 2.0
 

@@ -245,8 +245,8 @@ def test_four_machines_ingesting_at_once_lose_nothing_and_duplicate_nothing(db_u
     commit = json.loads(outcome.results[0].read_text())["commit_hash"]
     commits = (commit, "1" * 40, "2" * 40)  # each machine has results at three commits
     directories = [fleet_results(smoke_run, tmp_path / f"m{i}", f"fleet-{i}", commits=commits) for i in range(4)]
-    outcomes = _at_once(_WORKER, tmp_path / "gate", [["ingest", str(d), "--sidecar", str(layout.sidecar), *machines(d), "--db",
-                                                      db_url] for d in directories])
+    outcomes = _at_once(_WORKER, tmp_path / "gate", [["ingest", str(d), "--sidecar", str(layout.sidecar), *machines(d),
+                                                      "--db", db_url] for d in directories])
     assert [rc for rc, _ in outcomes] == [0] * 4, "\n".join(err for _, err in outcomes)
     points = sum(len(row[1][0]) * len(row[1][1]) for path in outcome.results
                  for row in json.loads(path.read_text())["results"].values())

@@ -65,9 +65,9 @@ FAIL_ON = ("new", "open")
 class Finding:
     """One alert as this check reports it. `state`: new (raised by this check, or confirmed by
     it), suspected (not decided yet), open (raised earlier, not resolved), dropped (by this
-    check's re-measurement, or a suspect its history no longer shows) or resolved (by this check). `confirmation`: the stored
-    re-measurement (`confirm.stored`); `culprit`, `bisection`: what bisecting found; `answer`:
-    the standing ack or accept (action, by, at, note)."""
+    check's re-measurement, or a suspect its history no longer shows) or resolved (by this
+    check). `confirmation`: the stored re-measurement (`confirm.stored`); `culprit`,
+    `bisection`: what bisecting found; `answer`: the standing ack or accept (action, by, at, note)."""
 
     id: int | None
     state: str
