@@ -144,10 +144,12 @@ def _fraction(where: str, key: str, value: object, example: str) -> None:
 def _seconds(where: str, key: str, value: object, low_open: bool) -> None:
     # seconds: a finite number, above 0 (low_open) or at least 0, at most MAX_SECONDS
     number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
-    if not math.isfinite(number) or number < 0 or (low_open and number == 0) or number > MAX_SECONDS:
+    huge = isinstance(number, int) and abs(number) > MAX_SECONDS  # perhaps too large for a float, too
+    if huge or not math.isfinite(number) or number < 0 or (low_open and number == 0) or number > MAX_SECONDS:
         bound = "above 0" if low_open else "at least 0"
+        shown = f"an integer of {len(str(value))} digits" if huge and len(str(value)) > 30 else repr(value)
         raise DeclarationError(f"{where}: {key} must be a number of seconds {bound} and at most {MAX_SECONDS:g}, "
-                               f"got {value!r}")
+                               f"got {shown}")
 
 
 _NUMBER = (int, float)  # a number key takes either (never true or false); it is read as a float
@@ -211,7 +213,8 @@ def _per_subject(path: Path, name: str, key: str, expected: str, table: dict) ->
     for subject, number in table.items():
         if not isinstance(number, (int, float)) or isinstance(number, bool):
             raise InputError(f"{path}: [{name[:60]}.{key}].{subject[:60]} must be {expected}")
-    return tuple(sorted((subject, float(number)) for subject, number in table.items()))
+    return tuple(sorted((subject, _float(path, name, f"{key}.{subject[:60]}", number))
+                        for subject, number in table.items()))
 
 
 def builtin_names() -> tuple[str, ...]:

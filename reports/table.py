@@ -58,14 +58,11 @@ def lines(engine: Engine, claims: tuple[Claim, ...] | None = None, machine: str 
 
     out = []
     with Session(engine) as session:
-        chosen = resolve_machine(session, machine).id if machine is not None else None
         claims = list(claims) if claims is not None else stored_claims(session)[0]
         found = machine_views(session, claims)
-    if chosen is None:
-        found = list({v.machine.name: v for v in found}.values())  # the newest profile of each name
-    else:
-        found = [v for v in found if v.machine.id == chosen]  # the fingerprint `compare` would take
-    for view in found:
+        names = [machine] if machine is not None else sorted({v.machine.name for v in found})
+        chosen = {resolve_machine(session, name).id for name in names}  # each name's fingerprint measured last
+    for view in (v for v in found if v.machine.id in chosen):
         for s in view.subjects:
             for v in s.variants:
                 claim = next((c for c in claims if c.subject == s.subject and c.variant == v.variant), None)

@@ -495,3 +495,31 @@ def test_a_rule_whose_pattern_matches_no_series_is_named(sqlite_url, capsys, tmp
     capsys.readouterr()
     assert cli.main(["check", "--no-git", "--no-record", "--project", str(project), "--db", sqlite_url]) == 0
     assert "rule '^loading\\\\..*$' of the project file matched none of these series" in capsys.readouterr().out
+
+
+def test_a_check_of_one_branch_leaves_another_branchs_suspects_and_since_bounds_the_drops(sqlite_url, capsys):
+    """Alerts carry no branch: a check of `release` must not drop `main`'s suspect (its history
+    never showed that step), and a check with --since drops only what its report shows."""
+    h = History(sqlite_url)
+    h.nights(0, 20, {TIME: 1.0e-3})
+    h.night(20, {TIME: 1.25e-3})
+    (suspect,) = check_json(sqlite_url, capsys, "--no-confirm")[1]["alerts"]
+    with Session(h.engine) as session, session.begin():  # a release branch, measured on the same series
+        bench = session.scalar(select(Benchmark).where(Benchmark.name == TIME))
+        env, box = session.scalar(select(Environment)), session.scalar(select(Machine).where(Machine.name == "box"))
+        for position in range(12):
+            commit = Commit(hash=hashlib.sha1(f"release {position}".encode()).hexdigest(),
+                            subject=f"Release {position}", branch="release", position=position)
+            session.add(commit)
+            session.flush()
+            session.add(Result(benchmark_id=bench.id, machine_id=box.id, commit_id=commit.id, environment_id=env.id,
+                               params=PARAMS, params_key=json.dumps(list(PARAMS.values())), status="ok",
+                               value=1.0e-3, samples=[1.0e-3] * 5))
+    assert check_json(sqlite_url, capsys, "--no-confirm", "--branch", "release")[1]["alerts"] == []
+    with Session(h.engine) as session:
+        assert session.scalar(select(Alert.status).where(Alert.id == suspect["id"])) == "suspected"
+    h.nights(21, 28, {TIME: 1.0e-3})  # main's history no longer shows it; --since after it: not dropped unsaid
+    assert check_json(sqlite_url, capsys, "--no-confirm", "--since", _hash(22))[1]["alerts"] == []
+    with Session(h.engine) as session:
+        assert session.scalar(select(Alert.status).where(Alert.id == suspect["id"])) == "suspected"
+    assert [a["state"] for a in check_json(sqlite_url, capsys, "--no-confirm")[1]["alerts"]] == ["dropped"]

@@ -97,6 +97,20 @@ def test_a_dropped_step_is_remembered_and_not_measured_again(suspect):
     assert _check(suspect, remeasure).exit_code == 0 and len(remeasure.calls) == asked
 
 
+def test_a_suspect_the_history_dropped_is_asked_again_when_suspected_anew(suspect):
+    """A drop by the history answers nothing: a suspect measured again without a word
+    (inconclusive), then dropped by a check that no longer saw it (here: a floor raised for one
+    night), is suspected and measured again the next night, with no newer commit."""
+    from proofbench.project import CheckSettings
+
+    remeasure = Remeasure(1.0, rounds=2)  # too few rounds to decide: inconclusive
+    assert [f.state for f in _check(suspect, remeasure).findings] == ["suspected"]
+    lofty = run_check(suspect.engine, "main", settings=CheckSettings(min_step=0.6), confirming=Confirming(remeasure))
+    assert [f.state for f in lofty.findings] == ["dropped"]
+    again = _check(suspect, remeasure)
+    assert [f.state for f in again.findings] == ["suspected"] and len(remeasure.calls) == 2
+
+
 def test_a_step_the_history_decides_is_raised_when_its_neighbours_measured_again_show_it(suspect):
     suspect.night(14, {TIME: 1.3e-3})  # three points after the step: the history decides it
     remeasure = Remeasure(1.3)

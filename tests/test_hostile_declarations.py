@@ -135,6 +135,10 @@ BAD_PROFILES = {
                             "[mine].warmup_time is too large, got an integer of 400 digits"),
     "pair-budget-huge-integer": (PROFILE + "pair_budget = " + "9" * 400 + "\n",
                                  "[mine].pair_budget is too large, got an integer of 400 digits"),
+    "budget-huge-integer": (PROFILE + "[mine.budgets]\n\"loading.lmdb_read\" = " + "9" * 400 + "\n",
+                            "[mine].budgets.loading.lmdb_read is too large, got an integer of 400 digits"),
+    "repeat-huge-seconds": (PROFILE.replace("[3, 5, 1.0]", "[3, 5, " + "9" * 401 + "]"),
+                            "repeat[2] (max seconds) must be a number of seconds above 0 and at most"),
     "sizes-text": (PROFILE.replace('["tiny"]', '"tiny"'), "[mine].sizes has the wrong type (str): 'tiny'; expected an "
                    "array"),
 }

@@ -55,3 +55,29 @@ def test_a_machine_is_chosen_by_name_and_one_without_results_is_refused(sqlite_u
     # after a run, the table of the machine just measured: nothing shown (and no error) when it stored nothing
     table.print_latest(connect(sqlite_url), "other", ())
     assert capsys.readouterr().out == ""
+
+
+def test_without_a_machine_each_name_shows_the_fingerprint_measured_last(sqlite_url, capsys):
+    """Hardware may change and change back: the plain table (and the one `run` prints) shows the
+    fingerprint with the newest result, as `table --machine` and `compare` take it, not the one
+    stored last."""
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+    from test_check import PARAMS, _hash
+
+    from proofbench.db.models import Benchmark, Commit, Environment, Machine, Result
+
+    history = History(sqlite_url)
+    history.night(1, {TIME: 0.02})
+    with Session(history.engine) as session, session.begin():  # "box" on new hardware, measured at commit 1 only
+        newer = Machine(name="box", fingerprint="f3")
+        session.add(newer)
+        session.flush()
+        session.add(Result(benchmark_id=session.scalar(select(Benchmark.id).where(Benchmark.name == TIME)),
+                           machine_id=newer.id, commit_id=session.scalar(select(Commit.id)),
+                           environment_id=session.scalar(select(Environment.id)), params=PARAMS,
+                           params_key=json.dumps(list(PARAMS.values())), status="ok", value=0.05, samples=[0.05] * 5))
+    history.night(5, {TIME: 0.01})  # and back on the first hardware, measured last
+    for argv in ([], ["--machine", "box"]):
+        code, out, _ = _run(capsys, "table", "--format", "json", *argv, "--db", sqlite_url)
+        assert code == 0 and {r["commit"] for r in json.loads(out)["records"]} == {_hash(5)}, argv

@@ -45,7 +45,7 @@ from proofbench.analysis import confirm
 from proofbench.analysis import series as series_mod
 from proofbench.analysis import since as since_mod
 from proofbench.analysis.detect import DEFAULT, ChangePoint, detect
-from proofbench.analysis.series import CommitRef, Order, Series
+from proofbench.analysis.series import CommitRef, Order, Series, SeriesKey
 from proofbench.analysis.since import Since, first_parent, utc
 from proofbench.analysis.tracker import overlap
 from proofbench.db.alerts import Alert, CheckRun, standing
@@ -163,7 +163,8 @@ def run_check(engine: Engine, branch: str, *, since: str | None = None, repo: Pa
         session.add(run)
         session.flush()
         all_series = series_mod.load(session, branch, order)
-        raised, resolved, asked, gone = _update_alerts(session, all_series, run, order, settings)
+        raised, resolved, asked = _update_alerts(session, all_series, run, order, settings)
+        gone = _gone(session, all_series, run, order, bound)
         confirmed, dropped = confirm.settle(asked, confirming, settings)
         dropped += gone
         raised = [a for a in raised if a.status != "dropped"]
@@ -187,11 +188,10 @@ def _iso(value: dt.datetime | None) -> str:
 
 
 def _update_alerts(session: Session, all_series: list[Series], run: CheckRun, order: Order,
-                   settings: CheckSettings) -> tuple[list[Alert], list[Alert], list[confirm.Suspected], list[Alert]]:
+                   settings: CheckSettings) -> tuple[list[Alert], list[Alert], list[confirm.Suspected]]:
     """Match tonight's change points to known alerts; returns the alerts raised, those resolved,
-    the steps to measure again (with their series and change point): the suspected ones and
-    those the history decided tonight; and the suspected ones the history no longer shows,
-    dropped (`_gone`)."""
+    and the steps to measure again (with their series and change point): the suspected ones
+    and those the history decided tonight."""
     known: dict[tuple, list[Alert]] = {}
     for alert in session.scalars(select(Alert).order_by(Alert.id)):
         known.setdefault((alert.machine_id, alert.environment_id, alert.benchmark_id, alert.params_key),
@@ -218,19 +218,24 @@ def _update_alerts(session: Session, all_series: list[Series], run: CheckRun, or
             raised += [match] if decided else []
             if match.status == "suspected" or decided:
                 asked.append((match, s, cp))
-    gone = _gone(known, {(s.key.machine_id, s.key.environment_id, s.key.benchmark_id, s.key.params_key)
-                         for s in all_series}, run)
     session.flush()
-    return raised, _resolve(known, run, rank), asked, gone
+    return raised, _resolve(known, run, rank), asked
 
 
-def _gone(known: dict[tuple, list[Alert]], checked: set[tuple], run: CheckRun) -> list[Alert]:
-    """Suspected alerts of series checked tonight whose step tonight's history no longer shows
-    (newer points put it within the noise), dropped: else they would stay suspected, never
-    reported nor measured again. Suspected anew, one is asked again (`confirm.newer_than_remeasured`)."""
-    gone = [a for key in checked for a in known.get(key, ()) if a.status == "suspected" and a.seen_by_id != run.id]
-    for alert in gone:
-        alert.status, alert.seen_by_id = "dropped", run.id
+def _gone(session: Session, all_series: list[Series], run: CheckRun, order: Order, bound: Since | None) -> list[Alert]:
+    """Suspected alerts whose step tonight's history no longer shows (newer points put it within
+    the noise), dropped, to be reported once: else they would stay suspected, never reported nor
+    measured again. Only those tonight's report covers: of a series checked tonight, at a commit
+    of this branch's order (another branch's suspects are its own checks' business), within
+    --since. Suspected anew, one is asked again (`confirm.newer_than_remeasured`)."""
+    checked = {s.key for s in all_series}
+    gone = []
+    for alert in session.scalars(select(Alert).where(Alert.status == "suspected", Alert.seen_by_id != run.id)):
+        at = order.commits.get(alert.commit_id)
+        key = SeriesKey(alert.machine_id, alert.environment_id, alert.benchmark_id, alert.params_key)
+        if key in checked and at is not None and (bound is None or (bound.rank is not None and at.rank >= bound.rank)):
+            alert.status, alert.seen_by_id = "dropped", run.id
+            gone.append(alert)
     return gone
 
 

@@ -325,7 +325,10 @@ def answered(s: Series, alert: Alert, cp: ChangePoint) -> bool:
 
 def newer_than_remeasured(s: Series, alert: Alert) -> bool:
     """True when `s` has a commit newer than the newest one `alert`'s re-measurement compared:
-    a dropped step answered whether the level moved up to that commit, not after it."""
+    a dropped step answered whether the level moved up to that commit, not after it. A step the
+    history dropped (its stored re-measurement, if any, did not drop it) answered nothing."""
+    if (alert.confirmation or {}).get("outcome") != Outcome.DROPPED.value:
+        return True
     newest = max((p.commit.rank for p in s.points if p.value is not None), default=-1)
     compared = (alert.confirmation or {}).get("after_commit")
     return newest > next((p.commit.rank for p in s.points if p.commit.hash == compared), -1)

@@ -59,7 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `proofbench` script."""
     args = build_parser().parse_args(argv)
     try:
-        return args.handler(args)
+        code = args.handler(args)
+        sys.stdout.flush()  # what is still buffered goes now, where a reader gone is caught, not at exit
+        return code
     except ProofbenchError as exc:
         print(f"proofbench: {error_line(exc, args)}", file=sys.stderr)
         return exc.exit_code
@@ -84,13 +86,14 @@ def _internal(exc: Exception, args: argparse.Namespace) -> int:
 
 def _output_closed() -> bool:
     """Whether standard output's reader has gone (a pipe closed by `head`: polling its end
-    reports an error); if so, standard output now writes nowhere, so that Python's flush at
-    exit does not fail on it again. A broken pipe of anything else is no such thing."""
+    reports an error, or a hang-up on the BSDs and macOS); if so, standard output now writes
+    nowhere, so that Python's flush at exit does not fail on it again. A broken pipe of
+    anything else is no such thing."""
     try:
         fd = sys.stdout.fileno()
         poll = select.poll()
         poll.register(fd, select.POLLOUT)
-        closed = any(events & select.POLLERR for _, events in poll.poll(0))
+        closed = any(events & (select.POLLERR | select.POLLHUP) for _, events in poll.poll(0))
     except (AttributeError, OSError, ValueError):  # no file descriptor, or no poll on this system
         return False
     if closed:
