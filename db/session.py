@@ -5,7 +5,7 @@ sharing one database (which URL a command uses is the project's business: proofb
 SQLite runs in WAL mode with a busy timeout so several ingesting processes can share the file. A
 SQLite file this process may not write is opened read-only, for the commands that only read; no
 message ever shows a password. A command upgrades an older schema itself only where nobody else
-can be locked out by it (`may_upgrade`); `proofbench db upgrade` upgrades any.
+can be locked out by it (`upgrade`); `proofbench db upgrade` upgrades any.
 """
 from __future__ import annotations
 
@@ -242,6 +242,13 @@ def location(engine: Engine) -> str:
     return masked(engine.url.render_as_string(hide_password=False))
 
 
+def nothing_measured(where: str, doing: str) -> str:
+    """What a command that reads what was measured says of a database that holds no results
+    (`where`: the database as its user named it; `doing`: what there is nothing to do)."""
+    return (f"{where}: the database holds no results: nothing to {doing} (measure first: `proofbench run` or "
+            f"`history`; or --db names another database)")
+
+
 def _wal(dbapi_connection: sqlite3.Connection) -> None:
     # Switching a file to WAL needs it to itself for a moment, and SQLite answers "database is
     # locked" at once, busy timeout or not, while another process (a fleet member starting on the
@@ -257,11 +264,17 @@ def _wal(dbapi_connection: sqlite3.Connection) -> None:
             time.sleep(0.05)
 
 
-def upgrade(engine: Engine) -> None:
-    """Bring the schema to the newest migration (creating it on an empty database)."""
+def upgrade(engine: Engine, write: bool = True, asked: bool = True) -> None:
+    """Bring the schema to the newest migration (creating it on an empty database). Where it was
+    not asked for (`asked` False: a command's own `connect`, not `proofbench db upgrade`), an older
+    schema is a DatabaseError for a command that only reads (`write` False: it would change what
+    it was asked to read) and on a shared database (PostgreSQL: once upgraded, the fleet's machines
+    that still run an older proofbench cannot use it)."""
     current, head = schema_revision(engine), _head(engine)[0]
     if current == head:
         return
+    if current is not None and not asked:
+        _refuse_unasked(engine, write, current, head)
     if read_only(engine):
         raise DatabaseError(f"{location(engine)} is read-only here and its schema ({current or 'none'}) is older than "
                             f"this proofbench's ({head}): run `proofbench db upgrade` where it can be written")
@@ -288,14 +301,8 @@ def upgrade(engine: Engine) -> None:
                 connection.connection.driver_connection.execute("PRAGMA foreign_keys=ON")
 
 
-def may_upgrade(engine: Engine, write: bool) -> None:
-    """DatabaseError where a command may not upgrade an older schema on its own: one that only
-    reads (it would change what it was asked to read), or a shared database (PostgreSQL: once
-    upgraded, the fleet's machines that still run an older proofbench cannot use it). `proofbench
-    db upgrade` upgrades those."""
-    current, head = schema_revision(engine), _head(engine)[0]
-    if current is None or current == head:
-        return
+def _refuse_unasked(engine: Engine, write: bool, current: str, head: str) -> None:
+    # an older schema that a command may not upgrade on its own (see `upgrade`), said in one line
     older = f"{location(engine)}: its schema ({current}) is older than this proofbench's ({head})"
     if not write:
         raise DatabaseError(f"{older}; a command that only reads leaves it so: run `proofbench db upgrade` "
@@ -310,14 +317,13 @@ def connect(url: str, migrate: bool = True, write: bool = True, create: bool = T
     `write=False`, and then works on a SQLite file it may not write; one that works on what was
     measured passes `create=False`, and a SQLite file that does not exist is an error. An empty
     database gets the schema; an older schema is upgraded here only on a SQLite file a command
-    writes to (`may_upgrade`)."""
+    writes to (`upgrade`)."""
     engine = engine_for(url, create)
     if write and read_only(engine):
         raise DatabaseError(f"{masked(url)}: cannot write the database (no write permission on the file or its "
                             f"directory)")
     if migrate:
-        may_upgrade(engine, write)
-        upgrade(engine)
+        upgrade(engine, write, asked=False)
     else:
         schema_revision(engine)
     return engine

@@ -30,7 +30,7 @@ from proofbench.analysis.hardware import resolve_machine
 from proofbench.analysis.verdict import Verdict
 from proofbench.claim import Claim
 from proofbench.db.models import Benchmark, Result
-from proofbench.db.session import location
+from proofbench.db.session import location, nothing_measured
 from proofbench.reports import formatting as fmt
 
 FORMAT = "proofbench-table"
@@ -81,8 +81,7 @@ def nothing_shown(engine: Engine, machine: str | None = None) -> str:
         stored = dict(session.execute(query.group_by(Benchmark.kind)).all())
     where = location(engine) + (f" (machine {machine!r})" if machine is not None else "")
     if not stored:
-        return (f"{where}: the database holds no results: nothing to show (measure first: `proofbench run` or "
-                f"`history`; or --db names another database)")
+        return nothing_measured(where, "show")
     if not stored.get("subject"):
         return (f"{where}: no speedups to show: `table` shows proofbench subjects' speedups (each variant against "
                 f"its baseline), and the {stored.get('plain', 0)} result(s) here are plain asv benchmarks' (see "

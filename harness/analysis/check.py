@@ -51,7 +51,7 @@ from proofbench.analysis.tracker import overlap
 from proofbench.db.alerts import Alert, CheckRun, standing
 from proofbench.db.commits import ordered, place
 from proofbench.db.models import Commit
-from proofbench.db.session import location
+from proofbench.db.session import location, nothing_measured
 from proofbench.errors import InputError
 from proofbench.project import CheckSettings
 
@@ -151,8 +151,7 @@ def run_check(engine: Engine, branch: str, *, since: str | None = None, repo: Pa
         placed = place(session, history := first_parent(repo, branch), branch) if repo else 0
         order = series_mod.order(session, branch)
         if not order.commits:  # a nightly job's check that read nothing must not pass
-            raise InputError(f"{location(engine)}: the database holds no results: nothing to check (measure first: "
-                             f"`proofbench run` or `history`; or --db names another database)")
+            raise InputError(nothing_measured(location(engine), "check"))
         if repo and not set(history) & {c.hash for c in order.commits.values()}:
             raise InputError(f"{repo}: none of the {len(ordered(session))} commit(s) with results is on {branch}'s "
                              f"first-parent history (check --repo and --branch, or check without the repository "
@@ -192,15 +191,14 @@ def _update_alerts(session: Session, all_series: list[Series], run: CheckRun, or
     """Match tonight's change points to known alerts; returns the alerts raised, those resolved,
     and the steps to measure again (with their series and change point): the suspected ones
     and those the history decided tonight."""
-    known: dict[tuple, list[Alert]] = {}
+    known: dict[SeriesKey, list[Alert]] = {}
     for alert in session.scalars(select(Alert).order_by(Alert.id)):
-        known.setdefault((alert.machine_id, alert.environment_id, alert.benchmark_id, alert.params_key),
-                         []).append(alert)
+        known.setdefault(_key(alert), []).append(alert)
     raised: list[Alert] = []
     asked: list[confirm.Suspected] = []
     rank = {i: c.rank for i, c in order.commits.items()}
     for s in all_series:
-        alerts = known.setdefault((s.key.machine_id, s.key.environment_id, s.key.benchmark_id, s.key.params_key), [])
+        alerts = known.setdefault(s.key, [])
         for cp in _changes(s, settings):
             match = next((a for a in alerts if _same(s, a, cp, rank)), None)
             decided = False  # raised tonight by the history's word
@@ -232,11 +230,14 @@ def _gone(session: Session, all_series: list[Series], run: CheckRun, order: Orde
     gone = []
     for alert in session.scalars(select(Alert).where(Alert.status == "suspected", Alert.seen_by_id != run.id)):
         at = order.commits.get(alert.commit_id)
-        key = SeriesKey(alert.machine_id, alert.environment_id, alert.benchmark_id, alert.params_key)
-        if key in checked and at is not None and (bound is None or (bound.rank is not None and at.rank >= bound.rank)):
+        if _key(alert) in checked and at is not None and (bound is None or bound.shows(at)):
             alert.status, alert.seen_by_id = "dropped", run.id
             gone.append(alert)
     return gone
+
+
+def _key(alert: Alert) -> SeriesKey:
+    return SeriesKey(alert.machine_id, alert.environment_id, alert.benchmark_id, alert.params_key)
 
 
 def _restate(alert: Alert, status: str, s: Series, cp: ChangePoint, alerts: list[Alert]) -> None:
@@ -296,7 +297,7 @@ def _new_alert(s: Series, cp: ChangePoint, run: CheckRun) -> Alert:
                  raised_by_id=run.id, seen_by_id=run.id)
 
 
-def _resolve(known: dict[tuple, list[Alert]], run: CheckRun, rank: dict[int, int]) -> list[Alert]:
+def _resolve(known: dict[SeriesKey, list[Alert]], run: CheckRun, rank: dict[int, int]) -> list[Alert]:
     """Close open alerts whose level a later opposite step brought back."""
     resolved = []
     for alerts in known.values():
@@ -341,8 +342,7 @@ def _findings(session: Session, run: CheckRun, raised: list[Alert], resolved: li
     out = []
     for alert_id, state in states.items():
         alert = session.get(Alert, alert_id)
-        if bound is not None and (bound.rank is None or order.commits.get(alert.commit_id) is None
-                                  or order.commits[alert.commit_id].rank < bound.rank):
+        if bound is not None and not bound.shows(order.commits.get(alert.commit_id)):
             continue
         out.append(_finding(alert, state, run, order))
     states = {s: i for i, s in enumerate(STATES)}

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from proofbench import git
 from proofbench.analysis import series as series_mod
-from proofbench.analysis.series import Order
+from proofbench.analysis.series import CommitRef, Order
 from proofbench.db.models import Commit
 from proofbench.errors import InputError
 
@@ -21,6 +21,11 @@ class Since:
 
     text: str
     rank: int | None
+
+    def shows(self, commit: CommitRef | None) -> bool:
+        """Whether the report starting here shows what starts at `commit` (None: a commit off the
+        order checked, which no report shows)."""
+        return commit is not None and self.rank is not None and commit.rank >= self.rank
 
 
 def first_parent(repo: Path, branch: str) -> list[str]:
