@@ -313,6 +313,24 @@ def test_a_file_whose_name_is_not_utf8_goes_in(project, tmp_path, capsys):
 
 # --- timings that are none; options that mean nothing
 
+def test_a_missing_benchmarks_json_is_said_only_where_a_plain_benchmark_needs_it(project, tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    own, plain = document(FIRST), document(LAST)
+    own["results"] = {OWN: own["results"][OWN]}  # the suite's labels describe it: benchmarks.json is not read
+    for doc in (own, plain):
+        path = tmp_path / "results" / "box" / f"{doc['commit_hash'][:8]}-{ENV}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(dumped(doc))
+        assert main(["ingest", str(path), "--db", url, "--project", str(project)]) == 0
+        warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+        if doc is own:
+            assert warnings == []
+        else:  # one line, naming where asv would have written it
+            assert warnings == [f"proofbench: warning: {tmp_path / 'results' / 'benchmarks.json'}: not found (asv "
+                                f"writes it beside the machines' results directories); its results' benchmarks "
+                                f"are read from their names, parameters named p1..pn"]
+
+
 def test_timings_at_or_below_zero_are_stored_as_failed_with_why(project, tmp_path, capsys):
     url = f"sqlite:///{tmp_path / 'db.sqlite'}"
     path = tmp_path / "results" / "box" / f"{FIRST[:8]}-{ENV}.json"
@@ -328,8 +346,10 @@ def test_timings_at_or_below_zero_are_stored_as_failed_with_why(project, tmp_pat
     assert main(["ingest", str(path), "--db", url, "--project", str(project)]) == 0
     err = capsys.readouterr().err
     assert f"ingested 1 file(s), {POINTS + 3} result(s); 0 already known" in err
-    (warning,) = [line for line in err.splitlines() if line.startswith("proofbench: warning: ")]
+    (missing, warning) = [line for line in err.splitlines() if line.startswith("proofbench: warning: ")]
     assert f"{path}: 4 timing(s) at or below zero stored as failed" in warning
+    # no benchmarks.json beside the machine's directory: said once, the plain benchmarks read from their names
+    assert missing.startswith(f"proofbench: warning: {tmp_path / 'results' / 'benchmarks.json'}: not found"), missing
     assert "'bench.Suite.time_one'" in warning and "time -1.5e-06 s is not a measurement" in warning
     with Session(connect(url)) as session:
         stored = {(r.benchmark.name, r.params_key): r for r in session.scalars(select(Result))}

@@ -71,7 +71,8 @@ def test_a_plain_benchmark_is_labelled_from_benchmarks_json_else_from_its_name(t
     guessed = labels.plain("m.T.track_rate", "1", 0, None)
     assert (guessed.metric, guessed.unit, guessed.higher_is_better) == ("track", "unit", False)
     assert labels.plain("time_top_level", "1", 0, None).unit == "seconds"
-    assert labels.read_asv(tmp_path / "missing.json") == ({}, [])
+    entries, (warning,) = labels.read_asv(tmp_path / "missing.json")
+    assert entries == {} and warning.startswith(f"{tmp_path / 'missing.json'}: not found") and "p1..pn" in warning
 
 
 def test_ingest_imports_no_subject_and_no_torch(tmp_path):

@@ -151,7 +151,8 @@ def _ingest_file(engine: Engine, path: Path, sources: Sources, report: IngestRep
     if parsed.machine in sources.profiles.unusable:
         raise InputError(f"{path}: machine {parsed.machine!r}: its profile is unusable: "
                          f"{sources.profiles.unusable[parsed.machine]}")
-    named = _labels(parsed, sources.labels, _asv_entries(path, known, report))
+    plain = any(name not in sources.labels for name in parsed.rows)
+    named = _labels(parsed, sources.labels, _asv_entries(path, known, report) if plain else {})
     unmeasured = {(p.benchmark, p.key): why for p in parsed.points if (why := _not_a_time(p, named[p.benchmark]))}
     made: dict[tuple, int] = {}
     with Session(engine) as session, session.begin():
@@ -191,7 +192,8 @@ def _storable_path(path: Path) -> str:
 
 
 def _asv_entries(path: Path, known: _Known, report: IngestReport) -> dict[str, AsvEntry]:
-    # benchmarks.json of the file's results directory, read once per ingest
+    # benchmarks.json of the file's results directory, read once per ingest (for a file with a
+    # benchmark the suite's labels do not describe)
     where = results_file.benchmarks_file(path)
     if where not in known.asv:
         known.asv[where], warnings = labels.read_asv(where)

@@ -153,11 +153,12 @@ class AsvEntry:
 
 def read_asv(path: Path) -> tuple[dict[str, AsvEntry], list[str]]:
     """The entries of an asv benchmarks.json and a warning per one left out (naming file,
-    benchmark and field); a file that is missing gives none, one that cannot be read a warning."""
+    benchmark and field); a file that is missing or cannot be read, none and a warning."""
     from proofbench.pipeline.results_file import read_json
 
     if not (path.exists() or path.is_symlink()):
-        return {}, []
+        return {}, [f"{path}: not found (asv writes it beside the machines' results directories); "
+                    f"its results' benchmarks are read from their names, parameters named p1..pn"]
     try:
         document = read_json(path)
     except InputError as exc:
