@@ -130,6 +130,18 @@ def test_init_writes_names_with_quotes_and_backslashes_as_json(tmp_path, directo
     assert (repo / "asv.conf.json").read_text().startswith("{\n    // asv's configuration")  # its comments kept
 
 
+def test_init_refuses_a_suite_directory_with_a_newline_and_writes_nothing(repo, capsys):
+    # the project file init writes names the suite in comment lines: a newline would end one
+    from proofbench import cli
+
+    (repo / "asv.conf.json").write_text('{"version": 1, "benchmark_dir": "ben\\nch"}')
+    assert cli.main(["init", str(repo)]) == 2
+    assert capsys.readouterr().err.strip() == (f"proofbench: {repo / 'asv.conf.json'}: benchmark_dir must be a "
+                                               f"directory inside the repository (a name without control "
+                                               f"characters), got 'ben\\nch'")
+    assert _written(repo) == {"asv.conf.json"}
+
+
 def test_init_takes_a_table_in_a_comment_for_no_table(repo, capsys):
     from proofbench import cli, project
 

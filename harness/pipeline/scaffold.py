@@ -179,8 +179,10 @@ def _ignore(path: Path, text: str, missing: tuple[str, ...]) -> Written:
 
 def _suite(config: Path) -> str:
     value = read_config(config).get("benchmark_dir", "benchmarks")
-    if not isinstance(value, str) or not value or Path(value).is_absolute() or ".." in Path(value).parts:
-        raise InputError(f"{config}: benchmark_dir must be a directory inside the repository, got {value!r}")
+    if not isinstance(value, str) or not value or not value.isprintable() or Path(value).is_absolute() \
+            or ".." in Path(value).parts:
+        raise InputError(f"{config}: benchmark_dir must be a directory inside the repository (a name without "
+                         f"control characters), got {value!r}")
     return value
 
 
