@@ -17,9 +17,19 @@ FORMAT = "proofbench-check"
 FORMAT_VERSION = 2  # 2: suspected and dropped states; confirmation, culprit, bisection, answer
 
 
-def _series(f) -> str:
+def _series(f, versioned: set[str] = frozenset()) -> str:
+    # the series in words; with its asv version where the report holds two of that benchmark
     params = ", ".join(f"{k}={v}" for k, v in f.params.items())
-    return f"{f.benchmark} ({params}) on {f.machine}, {f.environment}"
+    version = f", version {f.version[:12]}" if f.benchmark in versioned else ""
+    return f"{f.benchmark} ({params}{version}) on {f.machine}, {f.environment}"
+
+
+def versioned(findings) -> set[str]:
+    """The benchmarks `findings` hold in more than one asv version (its code changed: a series each)."""
+    seen: dict[str, set[str]] = {}
+    for f in findings:
+        seen.setdefault(f.benchmark, set()).add(f.version)
+    return {name for name, versions in seen.items() if len(versions) > 1}
 
 
 def _change(f) -> str:
@@ -78,8 +88,10 @@ def confirmation(c: dict | None) -> str:
     what = "the history's step re-measured at its neighbours" if c.get("asked") == "decided" else "re-measured"
     cut = " before the confirmation budget ran out" if c.get("stopped") == "budget" and \
         c.get("reason") in _WANTING_ROUNDS else ""
+    moved = f"; the step lies between them (the history had put it at {c['moved_from'][:8]})" \
+        if c.get("moved_from") else ""
     return (f"{what}{where}: {c['outcome']} ({str(c.get('reason', '')).replace('_', ' ')}), {interval}{p}, "
-            f"{c.get('rounds', 0)} paired round(s) in {c.get('seconds', 0):.0f} s{cut}")
+            f"{c.get('rounds', 0)} paired round(s) in {c.get('seconds', 0):.0f} s{cut}{moved}")
 
 
 def culprit(c, b: dict | None) -> str:
@@ -129,17 +141,34 @@ def answer(a: dict | None) -> str:
 
 def text(report) -> str:
     """The terminal report: one block per alert, new ones first."""
-    lines = [_heading(report)]
+    lines, split = [_heading(report)], versioned(report.findings)
     for f in report.findings:
-        lines.append(f"{f.state.upper():9} {f.kind:11} {_alert(f)}{_series(f)}")
+        lines.append(f"{f.state.upper():9} {f.kind:11} {_alert(f)}{_series(f, split)}")
         place = (f"position {f.commit.position}" if f.commit.position is not None
                  else f"commit #{f.commit.rank + 1} by date")
-        lines.append(f"    starts at {f.commit.short} {f.commit.subject!r} ({place}); {_change(f)}")
+        lines.append(f"    {_where(f)} {f.commit.subject!r} ({place}); {_change(f)}")
         if f.resolved_at:
             lines.append(f"    level back at {f.resolved_at.short} {f.resolved_at.subject!r}")
         lines += [f"    {line}" for line in notes(f)]
     lines.append(_totals(report))
     return fmt.visible("\n".join(lines))
+
+
+def span(f: Finding) -> int:
+    """The commits the step may have come with: those after the alert's previous commit up to its
+    commit (by first-parent position where both have one, else among the commits with results)."""
+    if f.previous is None:
+        return 1
+    if f.commit.position is not None and f.previous.position is not None:
+        return max(1, f.commit.position - f.previous.position)
+    return max(1, f.commit.rank - f.previous.rank)
+
+
+def _where(f: Finding) -> str:
+    # the commit that starts the step, or the range it lies in where measuring did not narrow it
+    n = span(f)
+    return f"starts at {f.commit.short}" if n == 1 else \
+        f"one of {n} commits after {f.previous.short}, up to {f.commit.short}"
 
 
 def _alert(f: Finding) -> str:
@@ -154,17 +183,24 @@ def _cell(value: str) -> str:
 
 def markdown(report) -> str:
     """The report as a Markdown table, for a pull request or an issue comment."""
-    lines = [f"### {_cell(_heading(report))}", "", _totals(report), ""]
+    lines, split = [f"### {_cell(_heading(report))}", "", _totals(report), ""], versioned(report.findings)
     if report.findings:
         lines += ["| state | kind | series | commit | before | after | ratio | p | notes |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for f in report.findings:
             lines.append("| " + " | ".join(_cell(c) for c in (
-                f.state, f.kind, _alert(f) + _series(f), f"`{f.commit.short}` {f.commit.subject}",
+                f.state, f.kind, _alert(f) + _series(f, split), _commit_cell(f),
                 fmt.measured(f.before, f.unit), fmt.measured(f.after, f.unit),
                 f"x{f.ratio:.3g}{_clause(estimated(f.step, f.ratio))}", f"{f.p_value:.2g}",
                 "; ".join(notes(f)))) + " |")
     return "\n".join(lines)
+
+
+def _commit_cell(f: Finding) -> str:
+    # the Markdown commit cell: the commit, or the range the step lies in
+    n = span(f)
+    at = f"`{f.commit.short}`" if n == 1 else f"`{f.previous.short}`..`{f.commit.short}` ({n} commits)"
+    return f"{at} {f.commit.subject}"
 
 
 def _commit_json(ref: CommitRef | None) -> dict | None:
@@ -184,7 +220,7 @@ def finding_json(f: Finding) -> dict:
         "id": f.id, "state": f.state, "kind": f.kind,
         "series": {"machine": f.machine, "environment": f.environment, "benchmark": f.benchmark,
                    "subject": f.subject, "metric": f.metric, "unit": f.unit,
-                   "higher_is_better": f.higher_is_better, "params": f.params},
+                   "higher_is_better": f.higher_is_better, "params": f.params, "version": f.version},
         "commit": _commit_json(f.commit), "previous_commit": _commit_json(f.previous),
         "before": _number(f.before), "after": _number(f.after), "ratio": _number(f.ratio),
         "p_value": _number(f.p_value), "score": _number(f.score),

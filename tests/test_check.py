@@ -130,7 +130,7 @@ def test_a_slowdown_is_a_new_regression_naming_its_commit(step, capsys):
     assert (alert["confirmation"], alert["culprit"], alert["bisection"], alert["answer"]) == (None,) * 4
     assert alert["series"] == {"machine": "box", "environment": "virtualenv-py3.11", "benchmark": TIME,
                                "subject": "loading.lmdb_read", "metric": "time", "unit": "seconds",
-                               "higher_is_better": False, "params": PARAMS}
+                               "higher_is_better": False, "params": PARAMS, "version": "1"}
     assert alert["commit"]["hash"] == _hash(10) and alert["commit"]["subject"] == "Change number 10"
     assert alert["commit"]["short"] == _hash(10)[:8] and alert["commit"]["position"] == 10
     assert alert["previous_commit"]["hash"] == _hash(9)
@@ -276,6 +276,22 @@ def test_text_and_markdown_name_the_commit_and_the_change(step, capsys, fmt):
     (alert_id,) = check_json(step.url, capsys)[1]["alerts"][0]["id"],
     assert f"alert {alert_id}: {TIME}" in out  # the id `alerts ack` takes
     assert "estimated at" not in out  # levels 30% apart, the estimate too: one figure
+
+
+def test_two_asv_versions_of_one_benchmark_are_told_apart_in_text_and_markdown(step):
+    # a new version (the benchmark's code changed) is a series of its own; shown alone, an alert
+    # needs no version, beside another version's it names its own
+    from dataclasses import replace
+
+    from proofbench.reports.check import markdown, text
+
+    report = run_check(step.engine, "main", record=False)
+    (alone,) = report.findings
+    assert "version" not in text(report) and "version" not in markdown(report)
+    both = replace(report, findings=(alone, replace(alone, version="2" * 20, params={**PARAMS})))
+    for out in (text(both), markdown(both)):
+        assert f"{TIME} (variant=optimized, size=small, version 1) on box" in out
+        assert f"{TIME} (variant=optimized, size=small, version {'2' * 12}) on box" in out
 
 
 def test_a_step_beside_a_slope_shows_the_estimate_the_floor_was_held_against(sqlite_url, capsys, tmp_path):

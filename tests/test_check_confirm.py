@@ -71,9 +71,11 @@ def test_a_confirmed_step_becomes_a_new_regression_with_its_rounds_stored(suspec
     assert (c["outcome"], c["reason"], c["rounds"]) == ("confirmed", "step", 8)
     assert c["low"] > 1.0 and c["ratio"] == pytest.approx(1.3, rel=0.03) and c["p_value"] < 0.001
     assert len(c["before_rounds"]) == len(c["after_rounds"]) == 8
-    # the newest commit, and the one two before the step (the detector may place it a commit off)
+    # the newest commit, and the one two before the step the history suspected at 12 (the
+    # detector may place it a commit off); the alert stands on those two: the step lies between
     ((_, _, before, after),) = remeasure.calls
-    assert (before, after) == (c["before_commit"], c["after_commit"]) == (_hash(found.commit.rank - 2), _hash(13))
+    assert (before, after) == (c["before_commit"], c["after_commit"]) == (_hash(10), _hash(13))
+    assert (found.previous.hash, found.commit.hash, c["moved_from"]) == (_hash(10), _hash(13), _hash(12))
     again = _check(suspect, remeasure)
     assert [f.state for f in again.findings] == ["open"] and len(remeasure.calls) == 1  # not measured twice
 
@@ -198,6 +200,23 @@ def test_the_text_report_says_what_re_measuring_found(suspect, capsys):
     assert "re-measured (" in out and "confirmed (step)" in out and "paired round(s)" in out
 
 
+def test_a_confirmed_suspect_names_the_range_measured_again_not_the_historys_guess(suspect, capsys):
+    # Suspected at 12 from two points; measured again, 10 against 13. Nothing measured says 11 and
+    # 12 lie on either side (in CI a noisy point put a suspect a commit early and the check named
+    # the commit before the one that made it), so the views name the range, and where the
+    # history had put the step. The next night's step, decided at 12, is this alert.
+    _check(suspect, Remeasure(1.3))
+    from test_check import _check as check_command
+    for fmt, where in (("text", f"one of 3 commits after {_hash(10)[:8]}, up to {_hash(13)[:8]}"),
+                       ("markdown", f"`{_hash(10)[:8]}`..`{_hash(13)[:8]}` (3 commits)")):
+        capsys.readouterr()
+        check_command(suspect.url, "--no-confirm", fmt=fmt)
+        out = capsys.readouterr().out
+        assert where in out and f"(the history had put it at {_hash(12)[:8]})" in out, out
+    suspect.night(14, {TIME: 1.3e-3})
+    assert [f.state for f in _check(suspect, Remeasure(1.3)).findings] == ["open"]
+
+
 def test_a_confirmation_the_budget_cut_short_says_so():
     # one round in 30 s of a 35 s budget: too few to tell, and the words say why there are no more
     cut = {"outcome": "inconclusive", "reason": "too_few_rounds", "rounds": 1, "seconds": 30.2, "stopped": "budget",
@@ -273,7 +292,9 @@ def test_a_confirmed_step_is_bisected_between_the_re_measured_commits_and_moved_
                     bisect=lambda session, alert, seconds: bisect.locate(session, alert, bench))
     (found,) = report.findings
     assert found.state == "new" and found.commit.hash == _hash(13) and found.culprit.hash == _hash(13)
-    assert found.previous.hash == _hash(12) and found.bisection["moved_from"] == _hash(12)
+    # the confirmation put it at 13, the newer commit it measured; bisection leaves it there
+    assert found.previous.hash == _hash(12) and found.confirmation["moved_from"] == _hash(12)
+    assert "moved_from" not in found.bisection
     # commits 11 and 12, each measured twice (bisect.RUNS) before its side is decided
     assert [(s["commit"], s["side"]) for s in found.bisection["steps"]] == \
         [(_hash(i), "before") for i in (11, 11, 12, 12)]
@@ -305,7 +326,7 @@ def test_where_bisection_cannot_tell_the_alert_goes_to_the_first_commit_measured
     report = _check(suspect, Remeasure(1.3), bisect=locate)
     (found,) = report.findings
     assert found.culprit is None and (found.bisection["first"], found.bisection["last"]) == (_hash(11), _hash(13))
-    assert found.commit.hash == _hash(13) and found.bisection["moved_from"] == _hash(12)
+    assert found.commit.hash == _hash(13) and found.confirmation["moved_from"] == _hash(12)
     assert found.previous.hash == found.confirmation["before_commit"] == _hash(10)
 
 

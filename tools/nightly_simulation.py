@@ -21,6 +21,7 @@ noise to add), the levels the medians of the confirmation's rounds and the sprea
 ratios that of one value (`bisect.rounds_spread`), and what it ends with checked as `locate`
 checks it (the parent read beside the culprit, fresh runs of both); where it cannot tell, the
 alert goes to the range's last commit, as `bisect.settle` places it; the table shows both.
+Without it, a confirmed step stands at the newer commit compared, as the check puts it.
 
 Suites per noise model (seed SEED, apart from the detector's tuning seeds): histories that
 end 10 commits after one 10% regression (after 20-80 commits), the same with 5%, and
@@ -109,7 +110,7 @@ def simulate(history: synth.History, rounds: int, alpha: float, confirm: bool = 
             first, last = commits(cp.index, night)
             got, decision = remeasure(cp, first, last)
             if decision.outcome is Outcome.CONFIRMED:
-                index = _culprit(history, first, last, got, rng, bisected) if bisect else cp.index
+                index = _culprit(history, first, last, got, rng, bisected) if bisect else last
                 tracker.accept(replace(cp, index=index))
                 alerts.append((night, index, cp.direction, True))
             elif decision.outcome is Outcome.DROPPED:

@@ -48,7 +48,7 @@ from proofbench.analysis.detect import DEFAULT, ChangePoint, detect
 from proofbench.analysis.series import CommitRef, Order, Series, SeriesKey
 from proofbench.analysis.since import Since, first_parent, utc
 from proofbench.analysis.tracker import overlap
-from proofbench.db.alerts import Alert, CheckRun, standing
+from proofbench.db.alerts import Alert, CheckRun, move, standing
 from proofbench.db.commits import ordered, place
 from proofbench.db.models import Commit
 from proofbench.db.session import location, nothing_measured
@@ -94,6 +94,7 @@ class Finding:
     bisection: dict | None = None
     answer: dict | None = None
     step: float | None = None  # the step as estimated, signed: what min_step is held against (`Alert.step`)
+    version: str = ""  # asv's version of the benchmark: a new one (its code changed) is a series of its own
 
     @property
     def ratio(self) -> float:
@@ -165,6 +166,7 @@ def run_check(engine: Engine, branch: str, *, since: str | None = None, repo: Pa
         raised, resolved, asked = _update_alerts(session, all_series, run, order, settings)
         gone = _gone(session, all_series, run, order, bound)
         confirmed, dropped = confirm.settle(asked, confirming, settings)
+        _to_span(session, [x for x in asked if x[0] in confirmed])
         dropped += gone
         raised = [a for a in raised if a.status != "dropped"]
         confirm.bisect_new(session, [a for a in raised + confirmed if a.regression and a.status == "open"], confirming)
@@ -236,6 +238,23 @@ def _gone(session: Session, all_series: list[Series], run: CheckRun, order: Orde
     return gone
 
 
+def _to_span(session: Session, confirmed: list[confirm.Suspected]) -> None:
+    """A suspect confirmed by measuring again stands on what was measured: at the newer of the two
+    commits its re-measurement told apart, its previous commit the older, the step between them.
+    Its place in the history rested on a point or two that were not measured again (in CI a
+    noisy point put a suspect a commit early, and the check named the commit before the one that
+    made it). Bisection (`--bisect`) then names the commit within. Where it moves, the
+    confirmation keeps the history's place (`moved_from`)."""
+    for alert, s, _ in confirmed:
+        c, hashes = alert.confirmation or {}, [p.commit.hash for p in s.points]
+        if c.get("before_commit") in hashes and c.get("after_commit") in hashes:
+            first, last = hashes.index(c["before_commit"]), hashes.index(c["after_commit"])
+            moved = move(session, alert, hashes[first:last + 1], hashes[last], hashes[first + 1]) \
+                if first < last else None
+            if moved:
+                alert.confirmation = {**c, "moved_from": moved}
+
+
 def _key(alert: Alert) -> SeriesKey:
     return SeriesKey(alert.machine_id, alert.environment_id, alert.benchmark_id, alert.params_key)
 
@@ -265,12 +284,16 @@ def _changes(s: Series, settings: CheckSettings) -> list[ChangePoint]:
 
 def _same(s: Series, alert: Alert, cp: ChangePoint, rank: dict[int, int]) -> bool:
     """The same step: same direction, and the alert at the commit where tonight's step starts
-    (its stored levels may be a suspect's provisional ones, from a point or two), or within
+    or its range holding it (after its previous commit, up to its commit: a confirmed suspect
+    stands on the commits measured again; its stored levels may be a suspect's provisional
+    ones, from a point or two), or within
     RADIUS points of it with level ranges that overlap by at least half of the smaller
     (`tracker.overlap`): a 2x step a few commits after a 30% one is a step of its own."""
     if alert.direction != cp.direction:
         return False
-    if alert.commit_id == _place(s, cp)[0]:
+    at = _place(s, cp)[0]
+    if alert.commit_id == at or rank.get(alert.previous_commit_id, math.inf) < rank.get(at, -1) \
+            <= rank.get(alert.commit_id, -1):
         return True
     if overlap(alert, cp) < SAME_OVERLAP:
         return False
@@ -376,7 +399,8 @@ def _finding(alert: Alert, state: str, run: CheckRun, order: Order) -> Finding:
                    bench.subject, bench.metric, bench.unit, higher, dict(alert.params or {}),
                    _ref(alert.commit, order), _ref(alert.previous_commit, order), alert.before, alert.after,
                    alert.p_value, alert.score, first.id, _iso(first.started_at), _ref(alert.resolved_at, order),
-                   alert.confirmation, _ref(alert.culprit, order), alert.bisection, answer_of(alert), alert.step)
+                   alert.confirmation, _ref(alert.culprit, order), alert.bisection, answer_of(alert), alert.step,
+                   bench.version)
 
 
 def _unrecorded(findings: tuple[Finding, ...], run_id: int) -> tuple[Finding, ...]:
