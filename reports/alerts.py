@@ -42,9 +42,21 @@ def listing(alerts: list[Alert]) -> str:
         kind = "regression" if a.regression else "improvement"
         params = ", ".join(f"{k}={v}" for k, v in (a.params or {}).items())
         answer = answer_words(a)
-        lines.append(f"{a.id:>5} {a.status:9} {kind:11} {a.benchmark.name} ({params}) on {a.machine.name} at "
-                     f"{a.commit.hash[:8]} {fmt.short(a.commit.subject, 50)!r}" + (f"  [{answer}]" if answer else ""))
+        n = between(a.commit, a.previous_commit)
+        at = f"in {a.previous_commit.hash[:8]}..{a.commit.hash[:8]}" if n and n > 1 else f"at {a.commit.hash[:8]}"
+        lines.append(f"{a.id:>5} {a.status:9} {kind:11} {a.benchmark.name} ({params}) on {a.machine.name} {at} "
+                     f"{fmt.short(a.commit.subject, 50)!r}" + (f"  [{answer}]" if answer else ""))
     return "\n".join(lines)
+
+
+def between(commit, previous) -> int | None:
+    """The commits an alert's range holds, after `previous` up to `commit` (anything with a
+    first-parent `position`): 1 with no previous commit, None where a position is unknown."""
+    if previous is None:
+        return 1
+    if commit.position is None or previous.position is None:
+        return None
+    return max(1, commit.position - previous.position)
 
 
 def bisected(alert: Alert) -> str:

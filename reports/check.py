@@ -11,7 +11,7 @@ from proofbench.analysis.check import CheckReport, Finding
 from proofbench.analysis.confirm import Reason
 from proofbench.analysis.series import CommitRef
 from proofbench.reports import formatting as fmt
-from proofbench.reports.alerts import VERBS, checked, measurements, ran_out
+from proofbench.reports.alerts import VERBS, between, checked, measurements, ran_out
 
 FORMAT = "proofbench-check"
 FORMAT_VERSION = 2  # 2: suspected and dropped states; confirmation, culprit, bisection, answer
@@ -157,11 +157,8 @@ def text(report) -> str:
 def span(f: Finding) -> int:
     """The commits the step may have come with: those after the alert's previous commit up to its
     commit (by first-parent position where both have one, else among the commits with results)."""
-    if f.previous is None:
-        return 1
-    if f.commit.position is not None and f.previous.position is not None:
-        return max(1, f.commit.position - f.previous.position)
-    return max(1, f.commit.rank - f.previous.rank)
+    n = between(f.commit, f.previous)
+    return n if n is not None else max(1, f.commit.rank - f.previous.rank)
 
 
 def _where(f: Finding) -> str:

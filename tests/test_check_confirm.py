@@ -13,6 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from test_check import RATE, TIME, History, _hash, check_json
 
+from proofbench import cli
 from proofbench.analysis.budget import Pace
 from proofbench.analysis.check import run_check
 from proofbench.analysis.confirm import NO_CONFIRM, Confirming, Rounds
@@ -213,6 +214,8 @@ def test_a_confirmed_suspect_names_the_range_measured_again_not_the_historys_gue
         check_command(suspect.url, "--no-confirm", fmt=fmt)
         out = capsys.readouterr().out
         assert where in out and f"(the history had put it at {_hash(12)[:8]})" in out, out
+    assert cli.main(["alerts", "list", "--db", suspect.url]) == 0
+    assert f"in {_hash(10)[:8]}..{_hash(13)[:8]} 'Change number 13'" in capsys.readouterr().out
     suspect.night(14, {TIME: 1.3e-3})
     assert [f.state for f in _check(suspect, Remeasure(1.3)).findings] == ["open"]
 
