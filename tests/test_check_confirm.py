@@ -201,7 +201,7 @@ def test_the_text_report_says_what_re_measuring_found(suspect, capsys):
     assert "re-measured (" in out and "confirmed (step)" in out and "paired round(s)" in out
 
 
-def test_a_confirmed_suspect_names_the_range_measured_again_not_the_historys_guess(suspect, capsys):
+def test_a_confirmed_suspect_names_the_range_measured_again_not_the_historys_guess(suspect, capsys, tmp_path):
     # Suspected at 12 from two points; measured again, 10 against 13. Nothing measured says 11 and
     # 12 lie on either side (in CI a noisy point put a suspect a commit early and the check named
     # the commit before the one that made it), so the views name the range, and where the
@@ -216,6 +216,10 @@ def test_a_confirmed_suspect_names_the_range_measured_again_not_the_historys_gue
         assert where in out and f"(the history had put it at {_hash(12)[:8]})" in out, out
     assert cli.main(["alerts", "list", "--db", suspect.url]) == 0
     assert f"in {_hash(10)[:8]}..{_hash(13)[:8]} 'Change number 13'" in capsys.readouterr().out
+    site = tmp_path / "site"
+    assert cli.main(["report", "--db", suspect.url, "--out", str(site)]) == 0
+    page = (site / "regressions.html").read_text()
+    assert f"one of 3 commits after <code>{_hash(10)[:10]}</code>" in page and "the step lies between them" in page
     suspect.night(14, {TIME: 1.3e-3})
     assert [f.state for f in _check(suspect, Remeasure(1.3)).findings] == ["open"]
 
