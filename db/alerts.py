@@ -3,8 +3,9 @@
 An alert is a change point in one series (machine, environment, benchmark, parameters):
 the commit where the new level starts, its direction, the levels on either side and the
 test's p-value, as the check that first found it saw them. An alert never vanishes, and moves
-only where bisection finds its first bad commit elsewhere (`move`): later checks that find the
-same step again only mark it seen; it is closed
+(`move`) only onto the two commits a re-measurement that confirmed it compared, or where
+bisection finds its first bad commit elsewhere: later checks that find the same step again only
+mark it seen; it is closed
 (`resolved`) when a later step in the opposite direction brings the level back. A step the
 history cannot decide yet is kept as `suspected` until a re-measurement confirms it (it becomes
 `open`) or drops it (`dropped`, remembered so that it is not measured again every night). People
@@ -146,6 +147,14 @@ def find(session: Session, alert_id: int) -> Alert:
     return alert
 
 
+def other_at(session: Session, alert: Alert, direction: int, commit_id: int | None) -> Alert | None:
+    """Another alert of `alert`'s series, in `direction`, at the commit `commit_id`, if one stands there."""
+    return session.scalars(select(Alert).where(
+        Alert.machine_id == alert.machine_id, Alert.environment_id == alert.environment_id,
+        Alert.benchmark_id == alert.benchmark_id, Alert.params_key == alert.params_key,
+        Alert.direction == direction, Alert.commit_id == commit_id, Alert.id != alert.id)).first()
+
+
 def move(session: Session, alert: Alert, commits: list[str], culprit: str, since: str) -> str | None:
     """Put `alert` at the first measured commit at or after `culprit` (of `commits`, in history
     order), its previous commit the last measured one before `since` (the first commit that may
@@ -168,11 +177,7 @@ def move(session: Session, alert: Alert, commits: list[str], culprit: str, since
             session.flush()
             session.expire(alert, ["previous_commit"])
         return None
-    taken = session.scalars(select(Alert.id).where(
-        Alert.machine_id == alert.machine_id, Alert.environment_id == alert.environment_id,
-        Alert.benchmark_id == alert.benchmark_id, Alert.params_key == alert.params_key,
-        Alert.direction == alert.direction, Alert.commit_id == after, Alert.id != alert.id)).first()
-    if taken is not None:  # another alert already stands there: this one keeps its place
+    if other_at(session, alert, alert.direction, after) is not None:  # another one stands there: it stays
         return None
     moved = alert.commit.hash
     alert.commit_id, alert.previous_commit_id = after, before

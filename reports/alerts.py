@@ -42,21 +42,24 @@ def listing(alerts: list[Alert]) -> str:
         kind = "regression" if a.regression else "improvement"
         params = ", ".join(f"{k}={v}" for k, v in (a.params or {}).items())
         answer = answer_words(a)
-        n = between(a.commit, a.previous_commit)
-        at = f"in {a.previous_commit.hash[:8]}..{a.commit.hash[:8]}" if n and n > 1 else f"at {a.commit.hash[:8]}"
+        n = commits_in_range(a.commit, a.previous_commit)
+        at = f"at {a.commit.hash[:8]}" if n == 1 else \
+            f"in {a.previous_commit.hash[:8]}..{a.commit.hash[:8]}" + (f" ({n} commits)" if n else "")
         lines.append(f"{a.id:>5} {a.status:9} {kind:11} {a.benchmark.name} ({params}) on {a.machine.name} {at} "
                      f"{fmt.short(a.commit.subject, 50)!r}" + (f"  [{answer}]" if answer else ""))
     return "\n".join(lines)
 
 
-def between(commit, previous) -> int | None:
-    """The commits an alert's range holds, after `previous` up to `commit` (anything with a
-    first-parent `position`): 1 with no previous commit, None where a position is unknown."""
+def commits_in_range(commit, previous, ranks: tuple[int, int] | None = None) -> int | None:
+    """The commits a step's range holds, after `previous` up to `commit`: by first-parent
+    `position` where both have one, else by `ranks` where given (the commit's and the previous
+    one's among the commits with results: those between with no result are not counted); 1 with
+    no previous commit; None where it cannot be told (every view then shows the range)."""
     if previous is None:
         return 1
-    if commit.position is None or previous.position is None:
-        return None
-    return max(1, commit.position - previous.position)
+    if commit.position is not None and previous.position is not None:
+        return max(1, commit.position - previous.position)
+    return max(1, ranks[0] - ranks[1]) if ranks is not None else None
 
 
 def bisected(alert: Alert) -> str:

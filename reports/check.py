@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import math
 
-from proofbench.analysis.check import CheckReport, Finding
 from proofbench.analysis.confirm import Reason
+from proofbench.analysis.finding import CheckReport, Finding
 from proofbench.analysis.series import CommitRef
 from proofbench.reports import formatting as fmt
-from proofbench.reports.alerts import VERBS, between, checked, measurements, ran_out
+from proofbench.reports.alerts import VERBS, checked, commits_in_range, measurements, ran_out
 
 FORMAT = "proofbench-check"
 FORMAT_VERSION = 2  # 2: suspected and dropped states; confirmation, culprit, bisection, answer
@@ -19,9 +19,9 @@ FORMAT_VERSION = 2  # 2: suspected and dropped states; confirmation, culprit, bi
 
 def _series(f, versioned: set[str] = frozenset()) -> str:
     # the series in words; with its asv version where the report holds two of that benchmark
-    params = ", ".join(f"{k}={v}" for k, v in f.params.items())
-    version = f", version {f.version[:12]}" if f.benchmark in versioned else ""
-    return f"{f.benchmark} ({params}{version}) on {f.machine}, {f.environment}"
+    shown = [f"{k}={v}" for k, v in f.params.items()] + ([f"version {f.version[:12]}"] if f.benchmark in versioned
+                                                          else [])
+    return f"{f.benchmark} ({', '.join(shown)}) on {f.machine}, {f.environment}"
 
 
 def versioned(findings) -> set[str]:
@@ -94,14 +94,15 @@ def confirmation(c: dict | None) -> str:
             f"{c.get('rounds', 0)} paired round(s) in {c.get('seconds', 0):.0f} s{cut}{moved}")
 
 
-def culprit(c, b: dict | None) -> str:
+def culprit(c, b: dict | None, placed: str = "the history") -> str:
     """What bisection found: `c` the first bad commit (anything with `hash`, `subject` and
     `author`: a stored commit or a CommitRef; None when none was found), `b` the stored
-    `alerts.bisection`; in one line ('' when it did not run)."""
+    `alerts.bisection`, `placed` who had put the alert where bisection found it; in one line
+    ('' when it did not run)."""
     if c is not None:
         by = f" by {c.author}" if c.author else ""
         measured = measurements(b)
-        moved = f"; the alert moved there from {b['moved_from'][:8]}, where the history had put it" \
+        moved = f"; the alert moved there from {b['moved_from'][:8]}, where {placed} had put it" \
             if (b or {}).get("moved_from") else ""
         return (f"first bad commit {c.hash[:8]} {c.subject or ''!r}{by} (bisected, {measured} measurement(s)"
                 f"{_clause(checked(b))}){moved}")
@@ -120,7 +121,8 @@ def _clause(text: str) -> str:
 def note_lines(confirmed: dict | None, first_bad, bisection: dict | None, answered: str) -> list[str]:
     """The lines that follow an alert wherever it is shown: re-measurement, bisection and the
     answer already in words (those that apply)."""
-    return [line for line in (confirmation(confirmed), culprit(first_bad, bisection), answered) if line]
+    placed = "the re-measurement" if (confirmed or {}).get("moved_from") else "the history"
+    return [line for line in (confirmation(confirmed), culprit(first_bad, bisection, placed), answered) if line]
 
 
 def notes(f: Finding) -> list[str]:
@@ -146,26 +148,21 @@ def text(report) -> str:
         lines.append(f"{f.state.upper():9} {f.kind:11} {_alert(f)}{_series(f, split)}")
         place = (f"position {f.commit.position}" if f.commit.position is not None
                  else f"commit #{f.commit.rank + 1} by date")
-        lines.append(f"    {_where(f)} {f.commit.subject!r} ({place}); {_change(f)}")
+        lines.append(f"    starts {where(f.commit, f.previous)} {f.commit.subject!r} ({place}); {_change(f)}")
         if f.resolved_at:
-            lines.append(f"    level back at {f.resolved_at.short} {f.resolved_at.subject!r}")
+            lines.append(f"    level back {where(f.resolved_at, f.resolved_after)} {f.resolved_at.subject!r}")
         lines += [f"    {line}" for line in notes(f)]
     lines.append(_totals(report))
     return fmt.visible("\n".join(lines))
 
 
-def span(f: Finding) -> int:
-    """The commits the step may have come with: those after the alert's previous commit up to its
-    commit (by first-parent position where both have one, else among the commits with results)."""
-    n = between(f.commit, f.previous)
-    return n if n is not None else max(1, f.commit.rank - f.previous.rank)
-
-
-def _where(f: Finding) -> str:
-    # the commit that starts the step, or the range it lies in where measuring did not narrow it
-    n = span(f)
-    return f"starts at {f.commit.short}" if n == 1 else \
-        f"one of {n} commits after {f.previous.short}, up to {f.commit.short}"
+def where(commit: CommitRef, previous: CommitRef | None, tick: str = "") -> str:
+    """Where a step lies, in words: "at X", or "in one of N commits after Y, up to X" where its
+    range holds more than one commit (measuring did not narrow it); each hash between `tick`s."""
+    n = commits_in_range(commit, previous, (commit.rank, previous.rank) if previous else None)
+    if n == 1:
+        return f"at {tick}{commit.short}{tick}"
+    return f"in one of {n} commits after {tick}{previous.short}{tick}, up to {tick}{commit.short}{tick}"
 
 
 def _alert(f: Finding) -> str:
@@ -194,10 +191,8 @@ def markdown(report) -> str:
 
 
 def _commit_cell(f: Finding) -> str:
-    # the Markdown commit cell: the commit, or the range the step lies in
-    n = span(f)
-    at = f"`{f.commit.short}`" if n == 1 else f"`{f.previous.short}`..`{f.commit.short}` ({n} commits)"
-    return f"{at} {f.commit.subject}"
+    # the Markdown commit cell: where the step lies, and the commit's subject line
+    return f"{where(f.commit, f.previous, '`')} {f.commit.subject}"
 
 
 def _commit_json(ref: CommitRef | None) -> dict | None:
@@ -223,6 +218,7 @@ def finding_json(f: Finding) -> dict:
         "p_value": _number(f.p_value), "score": _number(f.score),
         "first_reported": {"check": f.first_check, "at": f.first_reported_at},
         "resolved_at": _commit_json(f.resolved_at),
+        "resolved_after": _commit_json(f.resolved_after),
         "confirmation": f.confirmation, "culprit": _commit_json(f.culprit), "bisection": f.bisection,
         "answer": f.answer, "step": _number(f.step),
     }

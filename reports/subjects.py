@@ -20,7 +20,7 @@ from proofbench.analysis.comparison import SubjectFigures
 from proofbench.claim import Claim
 from proofbench.db.models import Commit
 from proofbench.reports import charts
-from proofbench.reports.alerts import between
+from proofbench.reports.alerts import commits_in_range
 from proofbench.reports.changes import Step
 from proofbench.reports.machines import MachineColumn
 from proofbench.reports.output import slug
@@ -53,9 +53,8 @@ class ChangeNote:
 
     @property
     def commits(self) -> int | None:
-        """The commits the step may have come with, after `previous` up to `commit`, by
-        first-parent position (None where a position is unknown)."""
-        return between(self.commit, self.previous)
+        """The commits the step may have come with, after `previous` up to `commit`."""
+        return commits_in_range(self.commit, self.previous, (self.step.rank, self.step.previous_rank))
 
     @property
     def marker(self) -> tuple[int, int, str, str]:

@@ -125,7 +125,7 @@ def test_a_slowdown_is_a_new_regression_naming_its_commit(step, capsys):
     (alert,) = report["alerts"]
     assert set(alert) == {"id", "state", "kind", "series", "commit", "previous_commit", "before", "after", "ratio",
                           "p_value", "score", "first_reported", "resolved_at", "confirmation", "culprit", "bisection",
-                          "answer", "step"}
+                          "answer", "step", "resolved_after"}
     assert (alert["state"], alert["kind"]) == ("new", "regression")
     assert (alert["confirmation"], alert["culprit"], alert["bisection"], alert["answer"]) == (None,) * 4
     assert alert["series"] == {"machine": "box", "environment": "virtualenv-py3.11", "benchmark": TIME,
@@ -292,6 +292,8 @@ def test_two_asv_versions_of_one_benchmark_are_told_apart_in_text_and_markdown(s
     for out in (text(both), markdown(both)):
         assert f"{TIME} (variant=optimized, size=small, version 1) on box" in out
         assert f"{TIME} (variant=optimized, size=small, version {'2' * 12}) on box" in out
+    bare = replace(report, findings=tuple(replace(f, params={}) for f in both.findings))  # no parameters
+    assert f"{TIME} (version 1) on box" in text(bare)
 
 
 def test_a_step_beside_a_slope_shows_the_estimate_the_floor_was_held_against(sqlite_url, capsys, tmp_path):

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 from test_check import RATE, TIME, History, _hash, check_json
 
@@ -18,6 +18,7 @@ from proofbench.analysis.budget import Pace
 from proofbench.analysis.check import run_check
 from proofbench.analysis.confirm import NO_CONFIRM, Confirming, Rounds
 from proofbench.db.alerts import Alert, answer, withdraw
+from proofbench.db.models import Commit
 from proofbench.reports.check import confirmation
 
 BOX = SimpleNamespace(name="box")  # the machine the fake benches measure on: that of History's series
@@ -201,27 +202,54 @@ def test_the_text_report_says_what_re_measuring_found(suspect, capsys):
     assert "re-measured (" in out and "confirmed (step)" in out and "paired round(s)" in out
 
 
-def test_a_confirmed_suspect_names_the_range_measured_again_not_the_historys_guess(suspect, capsys, tmp_path):
+@pytest.mark.parametrize("order", ["position", "date"])
+def test_a_confirmed_suspect_names_the_range_measured_again_not_the_historys_guess(suspect, capsys, tmp_path, order):
     # Suspected at 12 from two points; measured again, 10 against 13. Nothing measured says 11 and
     # 12 lie on either side (in CI a noisy point put a suspect a commit early and the check named
-    # the commit before the one that made it), so the views name the range, and where the
-    # history had put the step. The next night's step, decided at 12, is this alert.
+    # the commit before the one that made it), so every view names the range, and where the
+    # history had put the step; by first-parent position, or where commits are ordered by date,
+    # counting the commits with results (`alerts list` cannot count those, and shows the range).
+    # The next night's step, decided at 12, is this alert.
+    if order == "date":
+        with Session(suspect.engine) as session, session.begin():
+            session.execute(update(Commit).values(position=None))
     _check(suspect, Remeasure(1.3))
     from test_check import _check as check_command
-    for fmt, where in (("text", f"one of 3 commits after {_hash(10)[:8]}, up to {_hash(13)[:8]}"),
-                       ("markdown", f"`{_hash(10)[:8]}`..`{_hash(13)[:8]}` (3 commits)")):
+    for fmt, where in (("text", f"starts in one of 3 commits after {_hash(10)[:8]}, up to {_hash(13)[:8]} "),
+                       ("markdown", f"in one of 3 commits after `{_hash(10)[:8]}`, up to `{_hash(13)[:8]}` ")):
         capsys.readouterr()
         check_command(suspect.url, "--no-confirm", fmt=fmt)
         out = capsys.readouterr().out
         assert where in out and f"(the history had put it at {_hash(12)[:8]})" in out, out
     assert cli.main(["alerts", "list", "--db", suspect.url]) == 0
-    assert f"in {_hash(10)[:8]}..{_hash(13)[:8]} 'Change number 13'" in capsys.readouterr().out
+    counted = " (3 commits)" if order == "position" else ""
+    assert f"in {_hash(10)[:8]}..{_hash(13)[:8]}{counted} 'Change number 13'" in capsys.readouterr().out
     site = tmp_path / "site"
     assert cli.main(["report", "--db", suspect.url, "--out", str(site)]) == 0
     page = (site / "regressions.html").read_text()
     assert f"one of 3 commits after <code>{_hash(10)[:10]}</code>" in page and "the step lies between them" in page
     suspect.night(14, {TIME: 1.3e-3})
     assert [f.state for f in _check(suspect, Remeasure(1.3)).findings] == ["open"]
+
+
+def test_a_level_brought_back_in_a_range_says_the_range(sqlite_url, capsys):
+    # A regression at 12; the level comes back at 30, suspected there from two points, confirmed
+    # between 28 and 31 and put on them: the regression's level came back in that range, not at 31
+    h = History(sqlite_url)
+    h.nights(0, 12, {TIME: 1.0e-3})
+    h.nights(12, 30, {TIME: 1.3e-3})
+    run_check(h.engine, "main")
+    h.nights(30, 32, {TIME: 1.0e-3})
+    run_check(h.engine, "main", confirming=Confirming(Remeasure(1 / 1.3)))
+    h.night(32, {TIME: 1.0e-3})
+    from test_check import _check as check_command
+    capsys.readouterr()
+    check_command(sqlite_url, "--no-confirm", "--no-record", fmt="text")
+    assert f"level back in one of 3 commits after {_hash(28)[:8]}, up to {_hash(31)[:8]} 'Change number 31'" \
+        in capsys.readouterr().out
+    status, report = check_json(sqlite_url, capsys, "--no-confirm")
+    (resolved,) = [a for a in report["alerts"] if a["kind"] == "regression"]
+    assert (resolved["resolved_after"]["hash"], resolved["resolved_at"]["hash"]) == (_hash(28), _hash(31))
 
 
 def test_a_confirmation_the_budget_cut_short_says_so():
@@ -286,18 +314,33 @@ def test_a_dropped_step_is_asked_again_once_a_newer_commit_arrives(sqlite_url):
     assert after == _hash(13) == report.findings[0].confirmation["after_commit"]
 
 
-def test_a_confirmed_step_is_bisected_between_the_re_measured_commits_and_moved_to_the_culprit(suspect, monkeypatch):
-    # The history put the step at commit 12 (its value read high); measured again, 12 is at the
-    # old level and 13 at the new: the alert moves to 13 and names it.
+def _bisected(suspect: History, monkeypatch, at_12: float):
+    # the suspect confirmed (measured again: x1.3) and bisected among 11..13, commit 12 reading
+    # `at_12`, those before it 1.0 ms and 13 1.3 ms
     from proofbench.analysis import bisect
 
     monkeypatch.setattr(bisect, "between", lambda repo, branch, older, newer: [_hash(i) for i in range(11, 14)])
-    truth = {_hash(i): 1.0e-3 for i in range(12)} | {_hash(12): 1.0e-3, _hash(13): 1.3e-3}
+    truth = {_hash(i): 1.0e-3 for i in range(12)} | {_hash(12): at_12, _hash(13): 1.3e-3}
     bench = SimpleNamespace(repo=None, branch="main", machine=BOX,
                             beside=lambda target, commit, reference, label, **order: (truth[commit], truth[reference]))
-    report = _check(suspect, Remeasure(1.3),
-                    bisect=lambda session, alert, seconds: bisect.locate(session, alert, bench))
-    (found,) = report.findings
+    return _check(suspect, Remeasure(1.3), bisect=lambda session, alert, seconds: bisect.locate(session, alert, bench))
+
+
+def test_a_bisection_that_moves_a_confirmed_step_back_says_the_re_measurement_had_put_it_there(suspect,
+                                                                                                monkeypatch):
+    # The history's place was right (12): the confirmation put the alert on 13, the newer commit it
+    # measured, and bisection names 12 and moves it back; the note says who had put it at 13
+    from proofbench.reports.check import notes
+
+    (found,) = _bisected(suspect, monkeypatch, at_12=1.3e-3).findings
+    assert found.commit.hash == found.culprit.hash == _hash(12) and found.bisection["moved_from"] == _hash(13)
+    assert f"the alert moved there from {_hash(13)[:8]}, where the re-measurement had put it" in "; ".join(notes(found))
+
+
+def test_a_confirmed_step_is_bisected_between_the_re_measured_commits_and_moved_to_the_culprit(suspect, monkeypatch):
+    # The history put the step at commit 12 (its value read high); measured again, 12 is at the
+    # old level and 13 at the new: the alert moves to 13 and names it.
+    (found,) = _bisected(suspect, monkeypatch, at_12=1.0e-3).findings
     assert found.state == "new" and found.commit.hash == _hash(13) and found.culprit.hash == _hash(13)
     # the confirmation put it at 13, the newer commit it measured; bisection leaves it there
     assert found.previous.hash == _hash(12) and found.confirmation["moved_from"] == _hash(12)

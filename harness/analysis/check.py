@@ -8,9 +8,11 @@ shift from which a step too new to decide is suspected, and per benchmark patter
 the direction: for a plain asv benchmark an increase is a regression unless a rule says higher is
 better), and compares what it finds with the alerts earlier checks raised (`db.alerts`):
 
-- a change point of the same series and direction within `RADIUS` points of an existing
-  alert is that alert, found again: the alert keeps its commit and its figures (it never
-  moves) and is only marked seen;
+- a change point of the same series and direction inside an alert's range (after its
+  previous commit, up to its commit), or within `RADIUS` points of it with overlapping levels,
+  is that alert, found again: the alert keeps its commit and its figures and is only marked
+  seen (a suspect confirmed by measuring again stands on the two commits measured, and
+  bisection moves an alert to the first bad commit it finds);
 - any other change point is a new alert;
 - an alert that is not found again stays as it is (it never vanishes); an open alert is
   resolved when a later step of the same series in the opposite direction brings the level
@@ -35,20 +37,21 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from sqlalchemy import Engine, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, object_session
 
 from proofbench.analysis import confirm
 from proofbench.analysis import series as series_mod
 from proofbench.analysis import since as since_mod
 from proofbench.analysis.detect import DEFAULT, ChangePoint, detect
+from proofbench.analysis.finding import CheckReport, Finding
 from proofbench.analysis.series import CommitRef, Order, Series, SeriesKey
 from proofbench.analysis.since import Since, first_parent, utc
 from proofbench.analysis.tracker import overlap
-from proofbench.db.alerts import Alert, CheckRun, move, standing
+from proofbench.db.alerts import Alert, CheckRun, move, other_at, standing
 from proofbench.db.commits import ordered, place
 from proofbench.db.models import Commit
 from proofbench.db.session import location, nothing_measured
@@ -59,80 +62,6 @@ RADIUS = 4  # points: a step found again this close to an alert is that alert (a
 SAME_OVERLAP = 0.5  # share of the smaller step's level range two steps share to be one
 STATES = ("new", "suspected", "open", "dropped", "resolved")
 FAIL_ON = ("new", "open")
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One alert as this check reports it. `state`: new (raised by this check, or confirmed by
-    it), suspected (not decided yet), open (raised earlier, not resolved), dropped (by this
-    check's re-measurement, or a suspect its history no longer shows) or resolved (by this
-    check). `confirmation`: the stored re-measurement (`confirm.stored`); `culprit`,
-    `bisection`: what bisecting found; `answer`: the standing ack or accept (action, by, at, note)."""
-
-    id: int | None
-    state: str
-    regression: bool
-    machine: str
-    environment: str
-    benchmark: str
-    subject: str
-    metric: str
-    unit: str
-    higher_is_better: bool
-    params: dict
-    commit: CommitRef
-    previous: CommitRef | None
-    before: float
-    after: float
-    p_value: float
-    score: float
-    first_check: int | None
-    first_reported_at: str
-    resolved_at: CommitRef | None
-    confirmation: dict | None = None
-    culprit: CommitRef | None = None
-    bisection: dict | None = None
-    answer: dict | None = None
-    step: float | None = None  # the step as estimated, signed: what min_step is held against (`Alert.step`)
-    version: str = ""  # asv's version of the benchmark: a new one (its code changed) is a series of its own
-
-    @property
-    def ratio(self) -> float:
-        """after / before (1.25 = 25% higher)."""
-        return self.after / self.before if self.before else math.inf
-
-    @property
-    def kind(self) -> str:
-        return "regression" if self.regression else "improvement"
-
-
-@dataclass(frozen=True)
-class CheckReport:
-    """What one check found; `recorded` is False for a check that stored nothing."""
-
-    check_id: int | None
-    at: str
-    branch: str
-    since: str | None
-    previous_check: tuple[int, str] | None
-    series: int
-    placed: int
-    findings: tuple[Finding, ...]
-    fail_on: str
-    recorded: bool
-    order: tuple[str, ...] = ()  # what ordered the commits (proofbench.db.commits.BASES)
-    unchecked: int = 0  # series with no result at a commit of that order (`series.outside`)
-    unmatched_rules: tuple[str, ...] = ()  # patterns of the project file's rules no series matched
-
-    def count(self, state: str, regression: bool) -> int:
-        return sum(1 for f in self.findings if f.state == state and f.regression == regression)
-
-    @property
-    def exit_code(self) -> int:
-        """1 when a regression nobody answered is found (new ones, or open ones with
-        fail_on='open'), else 0."""
-        states = ("new",) if self.fail_on == "new" else ("new", "open")
-        return 1 if any(f.regression and f.state in states and f.answer is None for f in self.findings) else 0
 
 
 def run_check(engine: Engine, branch: str, *, since: str | None = None, repo: Path | None = None,
@@ -244,15 +173,22 @@ def _to_span(session: Session, confirmed: list[confirm.Suspected]) -> None:
     Its place in the history rested on a point or two that were not measured again (in CI a
     noisy point put a suspect a commit early, and the check named the commit before the one that
     made it). Bisection (`--bisect`) then names the commit within. Where it moves, the
-    confirmation keeps the history's place (`moved_from`)."""
+    confirmation keeps the history's place (`moved_from`); where another alert of the series and
+    direction stands at the newer commit, it keeps its commit and its range reaches back to the
+    older."""
     for alert, s, _ in confirmed:
         c, hashes = alert.confirmation or {}, [p.commit.hash for p in s.points]
-        if c.get("before_commit") in hashes and c.get("after_commit") in hashes:
-            first, last = hashes.index(c["before_commit"]), hashes.index(c["after_commit"])
-            moved = move(session, alert, hashes[first:last + 1], hashes[last], hashes[first + 1]) \
-                if first < last else None
-            if moved:
-                alert.confirmation = {**c, "moved_from": moved}
+        if c.get("before_commit") not in hashes or c.get("after_commit") not in hashes:
+            continue
+        first, last = hashes.index(c["before_commit"]), hashes.index(c["after_commit"])
+        moved = move(session, alert, hashes[first:last + 1], hashes[last], hashes[first + 1]) \
+            if first < last else None
+        if moved:
+            alert.confirmation = {**c, "moved_from": moved}
+        elif first < last and alert.commit_id != s.points[last].commit.id:  # another alert stands there:
+            alert.previous_commit_id = s.points[first].commit.id  # its range at least reaches back
+            session.flush()
+            session.expire(alert, ["previous_commit"])
 
 
 def _key(alert: Alert) -> SeriesKey:
@@ -285,10 +221,11 @@ def _changes(s: Series, settings: CheckSettings) -> list[ChangePoint]:
 def _same(s: Series, alert: Alert, cp: ChangePoint, rank: dict[int, int]) -> bool:
     """The same step: same direction, and the alert at the commit where tonight's step starts
     or its range holding it (after its previous commit, up to its commit: a confirmed suspect
-    stands on the commits measured again; its stored levels may be a suspect's provisional
-    ones, from a point or two), or within
-    RADIUS points of it with level ranges that overlap by at least half of the smaller
-    (`tracker.overlap`): a 2x step a few commits after a 30% one is a step of its own."""
+    stands on the commits measured again), whatever its stored levels (a suspect's may be
+    provisional, from a point or two); or within RADIUS points of it with level ranges that
+    overlap by at least half of the smaller (`tracker.overlap`): a 2x step a few commits after a
+    30% one is a step of its own, unless it lies inside the alert's range, which no measurement
+    told apart."""
     if alert.direction != cp.direction:
         return False
     at = _place(s, cp)[0]
@@ -400,7 +337,14 @@ def _finding(alert: Alert, state: str, run: CheckRun, order: Order) -> Finding:
                    _ref(alert.commit, order), _ref(alert.previous_commit, order), alert.before, alert.after,
                    alert.p_value, alert.score, first.id, _iso(first.started_at), _ref(alert.resolved_at, order),
                    alert.confirmation, _ref(alert.culprit, order), alert.bisection, answer_of(alert), alert.step,
-                   bench.version)
+                   bench.version, _ref(_undone_after(alert), order))
+
+
+def _undone_after(alert: Alert) -> Commit | None:
+    # the last commit before the range the level came back in: the opposite step's previous commit
+    undo = other_at(object_session(alert), alert, -alert.direction, alert.resolved_at_id) \
+        if alert.resolved_at_id is not None else None
+    return undo.previous_commit if undo is not None else None
 
 
 def _unrecorded(findings: tuple[Finding, ...], run_id: int) -> tuple[Finding, ...]:
