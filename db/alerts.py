@@ -155,6 +155,14 @@ def other_at(session: Session, alert: Alert, direction: int, commit_id: int | No
         Alert.direction == direction, Alert.commit_id == commit_id, Alert.id != alert.id)).first()
 
 
+def reach_back(session: Session, alert: Alert, previous_id: int) -> None:
+    """Make the commit `previous_id` `alert`'s previous one (the step lies after it), where it is not."""
+    if previous_id != alert.previous_commit_id:
+        alert.previous_commit_id = previous_id
+        session.flush()
+        session.expire(alert, ["previous_commit"])
+
+
 def move(session: Session, alert: Alert, commits: list[str], culprit: str, since: str) -> str | None:
     """Put `alert` at the first measured commit at or after `culprit` (of `commits`, in history
     order), its previous commit the last measured one before `since` (the first commit that may
@@ -172,10 +180,8 @@ def move(session: Session, alert: Alert, commits: list[str], culprit: str, since
     if after is None:
         return None
     if after == alert.commit_id:  # it stays; what it says lies before the step may widen
-        if before is not None and before != alert.previous_commit_id:
-            alert.previous_commit_id = before
-            session.flush()
-            session.expire(alert, ["previous_commit"])
+        if before is not None:
+            reach_back(session, alert, before)
         return None
     if other_at(session, alert, alert.direction, after) is not None:  # another one stands there: it stays
         return None

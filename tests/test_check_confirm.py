@@ -5,19 +5,20 @@ git repository's commits again, is exercised by tests/test_nightly_repository.py
 """
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
-from test_check import RATE, TIME, History, _hash, check_json
+from test_check import PARAMS, RATE, TIME, History, _hash, check_json
 
 from proofbench import cli
 from proofbench.analysis.budget import Pace
 from proofbench.analysis.check import run_check
 from proofbench.analysis.confirm import NO_CONFIRM, Confirming, Rounds
-from proofbench.db.alerts import Alert, answer, withdraw
+from proofbench.db.alerts import Alert, CheckRun, answer, withdraw
 from proofbench.db.models import Commit
 from proofbench.reports.check import confirmation
 
@@ -230,6 +231,28 @@ def test_a_confirmed_suspect_names_the_range_measured_again_not_the_historys_gue
     assert f"one of 3 commits after <code>{_hash(10)[:10]}</code>" in page and "the step lies between them" in page
     suspect.night(14, {TIME: 1.3e-3})
     assert [f.state for f in _check(suspect, Remeasure(1.3)).findings] == ["open"]
+
+
+def test_a_confirmed_suspect_that_cannot_move_reaches_back_to_the_older_commit_measured(suspect):
+    # another alert of the series and direction (resolved, of another branch's check) stands at 13,
+    # the newer commit measured again: the suspect keeps its commit, 12, and its range reaches
+    # back to 10, the older one, not to 11, which nobody measured again
+    from proofbench.db.models import Benchmark, Environment, Machine
+
+    with Session(suspect.engine) as session, session.begin():
+        run = CheckRun(branch="other")
+        session.add(run)
+        session.flush()
+        ids = {c.hash: c.id for c in session.scalars(select(Commit))}
+        session.add(Alert(machine_id=session.scalar(select(Machine.id).where(Machine.name == "box")),
+                          environment_id=session.scalar(select(Environment.id)),
+                          benchmark_id=session.scalar(select(Benchmark.id).where(Benchmark.name == TIME)),
+                          params_key=json.dumps(list(PARAMS.values())), params=PARAMS, commit_id=ids[_hash(13)],
+                          previous_commit_id=ids[_hash(12)], direction=1, regression=True, before=5e-3, after=6e-3,
+                          p_value=0.001, score=5.0, status="resolved", raised_by_id=run.id, seen_by_id=run.id))
+    (found,) = [f for f in _check(suspect, Remeasure(1.3)).findings if f.state == "new"]
+    assert (found.previous.hash, found.commit.hash) == (_hash(10), _hash(12))
+    assert "moved_from" not in found.confirmation
 
 
 def test_a_level_brought_back_in_a_range_says_the_range(sqlite_url, capsys):

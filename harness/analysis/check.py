@@ -51,7 +51,7 @@ from proofbench.analysis.finding import CheckReport, Finding
 from proofbench.analysis.series import CommitRef, Order, Series, SeriesKey
 from proofbench.analysis.since import Since, first_parent, utc
 from proofbench.analysis.tracker import overlap
-from proofbench.db.alerts import Alert, CheckRun, move, other_at, standing
+from proofbench.db.alerts import Alert, CheckRun, move, other_at, reach_back, standing
 from proofbench.db.commits import ordered, place
 from proofbench.db.models import Commit
 from proofbench.db.session import location, nothing_measured
@@ -181,14 +181,13 @@ def _to_span(session: Session, confirmed: list[confirm.Suspected]) -> None:
         if c.get("before_commit") not in hashes or c.get("after_commit") not in hashes:
             continue
         first, last = hashes.index(c["before_commit"]), hashes.index(c["after_commit"])
-        moved = move(session, alert, hashes[first:last + 1], hashes[last], hashes[first + 1]) \
-            if first < last else None
+        if first >= last:
+            continue
+        moved = move(session, alert, hashes[first:last + 1], hashes[last], hashes[first + 1])
         if moved:
             alert.confirmation = {**c, "moved_from": moved}
-        elif first < last and alert.commit_id != s.points[last].commit.id:  # another alert stands there:
-            alert.previous_commit_id = s.points[first].commit.id  # its range at least reaches back
-            session.flush()
-            session.expire(alert, ["previous_commit"])
+        elif alert.commit_id != s.points[last].commit.id:  # another alert stands there: its range reaches back
+            reach_back(session, alert, s.points[first].commit.id)
 
 
 def _key(alert: Alert) -> SeriesKey:
