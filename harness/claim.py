@@ -73,13 +73,14 @@ def _where(claim_id: str) -> str:
 def _check_figure(where: str, kind: str, key: str, value: object) -> None:
     # A promised figure: a real number (true is not 1.0), finite, and possible for its kind.
     if not math.isfinite(number := _number(value)):
-        raise DeclarationError(f"{where}: key {key!r} must be a number (finite; true is not one), got {_shown(value)}")
+        raise DeclarationError(f"{where}: key {key!r} must be a number (finite; true is not one), "
+                               f"got {tomlfile.shown(value)}")
     if kind == "memory_reduction" and not 0 < number < 1:
         raise DeclarationError(f"{where}: key {key!r} is a fraction of memory saved, above 0 and below 1 "
-                               f"(0.3 = 30% less), got {_shown(value)}")
+                               f"(0.3 = 30% less), got {tomlfile.shown(value)}")
     if number <= 0:
         what = "speedup factor" if kind == "speedup" else "rate in items/s"
-        raise DeclarationError(f"{where}: key {key!r} is a {what} and must be above 0, got {_shown(value)}")
+        raise DeclarationError(f"{where}: key {key!r} is a {what} and must be above 0, got {tomlfile.shown(value)}")
 
 
 def _number(value: object) -> float:
@@ -90,12 +91,6 @@ def _number(value: object) -> float:
         return float(value)
     except OverflowError:
         return math.nan
-
-
-def _shown(value: object) -> str:
-    text = (repr(value) if not isinstance(value, int) or abs(value) < 10**30
-            else f"an integer of {len(str(value))} digits")
-    return text[:60]
 
 
 def load_claims(path: Path) -> tuple[Claim, ...]:

@@ -147,9 +147,8 @@ def _seconds(where: str, key: str, value: object, low_open: bool) -> None:
     huge = isinstance(number, int) and abs(number) > MAX_SECONDS  # perhaps too large for a float, too
     if huge or not math.isfinite(number) or number < 0 or (low_open and number == 0) or number > MAX_SECONDS:
         bound = "above 0" if low_open else "at least 0"
-        shown = f"an integer of {len(str(value))} digits" if huge and len(str(value)) > 30 else repr(value)
         raise DeclarationError(f"{where}: {key} must be a number of seconds {bound} and at most {MAX_SECONDS:g}, "
-                               f"got {shown}")
+                               f"got {tomlfile.shown(value)}")
 
 
 _NUMBER = (int, float)  # a number key takes either (never true or false); it is read as a float
@@ -204,8 +203,7 @@ def _float(path: Path, name: str, key: str, number: int | float) -> float:
     try:
         return float(number)
     except OverflowError:
-        raise InputError(f"{path}: [{name[:60]}].{key} is too large, got an integer of {len(str(number))} "
-                         f"digits") from None
+        raise InputError(f"{path}: [{name[:60]}].{key} is too large, got {tomlfile.shown(number)}") from None
 
 
 def _per_subject(path: Path, name: str, key: str, expected: str, table: dict) -> tuple[tuple[str, float], ...]:

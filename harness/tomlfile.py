@@ -32,3 +32,11 @@ def read(path: Path, what: str, error: type[InputError] = InputError) -> dict[st
         raise error(f"{path}: not valid TOML: {str(exc).splitlines()[0][:200]}") from None
     except RecursionError:
         raise error(f"{path}: not valid TOML: nested too deeply") from None
+
+
+def shown(value: object) -> str:
+    """A value read from a TOML file as a message shows it: its repr, at most 60 characters, or
+    for an integer of 31 digits or more (TOML's integers are Python's) how many digits it has."""
+    text = (repr(value) if not isinstance(value, int) or abs(value) < 10**30
+            else f"an integer of {len(str(value))} digits")
+    return text[:60]
