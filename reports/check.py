@@ -156,10 +156,16 @@ def text(report) -> str:
     return fmt.visible("\n".join(lines))
 
 
+def span(commit: CommitRef, previous: CommitRef | None) -> int:
+    """The commits a step's range holds, after `previous` up to `commit` (by first-parent
+    position, else among the commits with results): 1 where measuring named the commit."""
+    return commits_in_range(commit, previous, (commit.rank, previous.rank) if previous else None)
+
+
 def where(commit: CommitRef, previous: CommitRef | None, tick: str = "") -> str:
     """Where a step lies, in words: "at X", or "in one of N commits after Y, up to X" where its
     range holds more than one commit (measuring did not narrow it); each hash between `tick`s."""
-    n = commits_in_range(commit, previous, (commit.rank, previous.rank) if previous else None)
+    n = span(commit, previous)
     if n == 1:
         return f"at {tick}{commit.short}{tick}"
     return f"in one of {n} commits after {tick}{previous.short}{tick}, up to {tick}{commit.short}{tick}"
@@ -214,6 +220,7 @@ def finding_json(f: Finding) -> dict:
                    "subject": f.subject, "metric": f.metric, "unit": f.unit,
                    "higher_is_better": f.higher_is_better, "params": f.params, "version": f.version},
         "commit": _commit_json(f.commit), "previous_commit": _commit_json(f.previous),
+        "commits": span(f.commit, f.previous),
         "before": _number(f.before), "after": _number(f.after), "ratio": _number(f.ratio),
         "p_value": _number(f.p_value), "score": _number(f.score),
         "first_reported": {"check": f.first_check, "at": f.first_reported_at},

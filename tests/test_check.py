@@ -125,7 +125,7 @@ def test_a_slowdown_is_a_new_regression_naming_its_commit(step, capsys):
     (alert,) = report["alerts"]
     assert set(alert) == {"id", "state", "kind", "series", "commit", "previous_commit", "before", "after", "ratio",
                           "p_value", "score", "first_reported", "resolved_at", "confirmation", "culprit", "bisection",
-                          "answer", "step", "resolved_after"}
+                          "answer", "step", "resolved_after", "commits"}
     assert (alert["state"], alert["kind"]) == ("new", "regression")
     assert (alert["confirmation"], alert["culprit"], alert["bisection"], alert["answer"]) == (None,) * 4
     assert alert["series"] == {"machine": "box", "environment": "virtualenv-py3.11", "benchmark": TIME,
@@ -133,7 +133,7 @@ def test_a_slowdown_is_a_new_regression_naming_its_commit(step, capsys):
                                "higher_is_better": False, "params": PARAMS, "version": "1"}
     assert alert["commit"]["hash"] == _hash(10) and alert["commit"]["subject"] == "Change number 10"
     assert alert["commit"]["short"] == _hash(10)[:8] and alert["commit"]["position"] == 10
-    assert alert["previous_commit"]["hash"] == _hash(9)
+    assert alert["previous_commit"]["hash"] == _hash(9) and alert["commits"] == 1
     assert alert["before"] == pytest.approx(1.0e-3, rel=0.02) and alert["after"] == pytest.approx(1.3e-3, rel=0.02)
     assert alert["ratio"] == pytest.approx(1.3, rel=0.03) and alert["p_value"] < 0.003
     assert alert["first_reported"]["check"] == report["check"]["id"] and alert["resolved_at"] is None

@@ -222,6 +222,10 @@ def test_a_confirmed_suspect_names_the_range_measured_again_not_the_historys_gue
         check_command(suspect.url, "--no-confirm", fmt=fmt)
         out = capsys.readouterr().out
         assert where in out and f"(the history had put it at {_hash(12)[:8]})" in out, out
+    capsys.readouterr()
+    check_command(suspect.url, "--no-confirm", fmt="json")
+    (alert,) = json.loads(capsys.readouterr().out)["alerts"]
+    assert (alert["previous_commit"]["hash"], alert["commit"]["hash"], alert["commits"]) == (_hash(10), _hash(13), 3)
     assert cli.main(["alerts", "list", "--db", suspect.url]) == 0
     counted = " (3 commits)" if order == "position" else ""
     assert f"in {_hash(10)[:8]}..{_hash(13)[:8]}{counted} 'Change number 13'" in capsys.readouterr().out
