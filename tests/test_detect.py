@@ -6,7 +6,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from proofbench.analysis.detect import DEFAULT, MIN_STEP, ChangePoint, detect
+from proofbench.analysis import detect as detect_module
+from proofbench.analysis import scan
+from proofbench.analysis.detect import ALPHA, DEFAULT, MIN_STEP, ChangePoint, detect
+from proofbench.analysis.segmentation import settle
+from proofbench.analysis.shift import prepare
 from proofbench.analysis.shift import u_tail as _u_tail
 from proofbench.analysis.tracker import Tracker
 from proofbench.errors import InputError
@@ -326,6 +330,53 @@ def test_a_step_is_suspected_from_z_suspect_standard_errors():
     (suspect,) = [cp for cp in detect(values, suspected=True) if cp.suspected]
     assert (suspect.index, suspect.points_after) == (45, 1) and DEFAULT.z_suspect <= suspect.score < 1.5
     assert not any(cp.suspected for cp in detect(values, suspected=True, tuning=replace(DEFAULT, z_suspect=1.5)))
+
+
+def _sometimes_slow(seed, slow, step=0.0):
+    # 45 runs of a machine 25% slower at the given chances (one a run, or one a segment of runs);
+    # the last 5 runs `step` off the first level.
+    rng = np.random.default_rng(seed)
+    values = np.exp(rng.normal(0.0, 0.01, 45)) * np.where(rng.random(45) < slow, 1.25, 1.0)
+    values[40:] *= 1.0 + step
+    return values.tolist()
+
+
+def test_a_run_of_fast_runs_on_a_sometimes_slow_machine_is_not_suspected(monkeypatch):
+    # Slow a third of the time, more often (60%) for the ten runs before the last five, which
+    # are all fast. A rank test reads an 11% improvement (p = 0.008); each run read from its own
+    # mode, nothing moved, and five fast runs in a row are no rarer than one chance in six there.
+    values = _sometimes_slow(71, np.r_[np.full(30, 0.3), np.full(10, 0.6), np.zeros(5)])
+    assert settle(prepare(values, None), ALPHA, DEFAULT)[2].modes == 2
+    assert not any(cp.suspected for cp in detect(values, suspected=True, min_step=MIN_STEP))
+    monkeypatch.setattr(detect_module, "_modes_p", lambda *args: 0.0)  # the rank test alone
+    (cp,) = detect(values, suspected=True, min_step=MIN_STEP)
+    assert (cp.index, cp.suspected, cp.direction) == (40, True, -1) and cp.p_value < 0.01
+
+
+def test_a_step_onto_the_slow_modes_level_is_still_suspected(monkeypatch):
+    # A 25% regression on a machine 25% slower a third of the time: the five runs after it sit at
+    # the slow mode's level, where distances from the modes see nothing; that every one of them
+    # is "slow" (one chance in 400 on that machine) is the step.
+    values = _sometimes_slow(0, 0.3, step=0.25)
+    (cp,) = detect(values, suspected=True, min_step=MIN_STEP)
+    assert (cp.index, cp.suspected, cp.regression) == (40, True, True)
+    monkeypatch.setattr(scan, "share_p", lambda *args: 1.0)  # distances from the modes alone:
+    # no step where it is, only at the last two runs, where no test judges (3 commits late)
+    assert [(cp.index, cp.points_after) for cp in detect(values, suspected=True, min_step=MIN_STEP)] == [(43, 2)]
+
+
+def test_knowing_the_modes_takes_a_suspect_away_or_moves_it_never_makes_one(monkeypatch):
+    # Places the modes' tests refuse go before the place is chosen again: where every place the
+    # rank test can judge is refused, one it cannot judge (a run or two after) would be left. It
+    # is, only where the rank test alone suspected a step in that direction.
+    histories = [_sometimes_slow(seed, np.r_[np.full(30, 0.3), np.full(10, slow), np.zeros(5)])
+                 for seed in (*range(12), 35, 71, 75, 83) for slow in (0.6, 0.8)]
+    found = [[(cp.index, cp.direction) for cp in detect(v, suspected=True, min_step=MIN_STEP) if cp.suspected]
+             for v in histories]
+    monkeypatch.setattr(detect_module, "_modes_p", lambda *args: 0.0)  # the rank test alone
+    alone = [[cp.direction for cp in detect(v, suspected=True, min_step=MIN_STEP) if cp.suspected] for v in histories]
+    assert sum(map(len, alone)) > sum(map(len, found)) > 0
+    assert all(direction in a for f, a in zip(found, alone) for _, direction in f)
 
 
 def test_no_suspect_on_a_quiet_history():

@@ -103,3 +103,24 @@ def test_a_fixed_split_is_tested_without_the_search():
     y[20:] += math.log(1.04)
     assert scan.fixed_p(y, 20, model) < 0.01
     assert scan.fixed_p(y, 1, model) == 1.0
+
+
+def test_a_change_in_how_often_runs_are_slow_is_tested_by_their_share():
+    # 40 runs on a machine slow a quarter of the time, then 5 runs: all slow (what a step up onto
+    # the slow mode's level looks like), all fast (as likely as 0.75 ** 5 = 0.24 on that machine).
+    model = NoiseModel((0.75, 0.25), (0.0, math.log(1.1)), 0.015)
+    before = _bimodal(np.random.default_rng(9), 40)
+    rng = np.random.default_rng(10)
+    slow = np.r_[before, rng.normal(math.log(1.1), 0.015, 5)]
+    fast = np.r_[before, rng.normal(0.0, 0.015, 5)]
+    assert scan.share_p(slow, 40, model) < 0.01
+    assert scan.share_p(fast, 40, model) > 0.1
+    assert scan.share_p(fast, 0, model) == scan.share_p(fast, 45, model) == 1.0
+    # in a direction: the other way is no step; one mode throughout, no test
+    assert scan.share_p(slow, 40, model, direction=1) == scan.share_p(slow, 40, model)
+    assert scan.share_p(slow, 40, model, direction=-1) == scan.share_p(fast, 40, model, direction=1) == 1.0
+    apart = NoiseModel((0.75, 0.25), (0.0, math.log(1.5)), 0.015)  # shares of 1e-80 and less
+    assert scan.share_p(rng.normal(0.0, 0.015, 45), 40, apart) == 1.0
+    shares = model.high_share(np.array([0.0, math.log(1.1)]))
+    assert shares[0] < 0.01 and shares[1] > 0.99
+    assert one_mode(0.015).high_share(np.array([0.0, 1.0])).tolist() == [0.0, 0.0]

@@ -62,6 +62,8 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+from proofbench.analysis import scan
+from proofbench.analysis.noise_model import NoiseModel
 from proofbench.analysis.segmentation import settle
 from proofbench.analysis.shift import DEFAULT, Series, Test, Tuning, evaluate, prepare
 
@@ -129,20 +131,27 @@ def detect(values: Sequence[float | None], *,
     when that shift is at least `z_suspect` (1.2) standard errors and half of `min_step`, and
     the boundary is not decided: it has fewer than `min_side` (3) points after it (no rank
     test decides on fewer), or its rank p lies between `alpha` and `p_suspect` (0.05), or its
-    shift is under `z_min` (3.8) standard errors. It stays suspected until a re-measurement
-    confirms or drops it, or the history decides it.
+    shift is under `z_min` (3.8) standard errors. Where the noise shows two modes (a machine
+    that is sometimes slow), a place the rank test can judge must also show the step with the
+    modes known, at `p_suspect`: the smaller of two permutation p-values, doubled, one of the
+    points scored from their own modes and one of how often they fall in the higher mode, each
+    in the step's direction (a few runs in the fast mode after some in the slow one rank as a
+    step, and are none). The places that fail go, and the place is chosen again among the
+    others of that direction: knowing the modes takes a suspect away or moves it, never makes
+    one. It stays suspected until a re-measurement confirms or drops it, or the history
+    decides it.
     """
     s = prepare(values, samples)
     if s is None or len(s.y) < tuning.min_points:
         return []
-    s, boundaries = settle(s, alpha, tuning)
+    s, boundaries, noise = settle(s, alpha, tuning)
     changes = [_change(s, b.test, higher_is_better, weak=not b.decided)
                for b in boundaries if b.test.size(s.scale) >= min_step]
     if suspected:
         n = len(s.y)
         last = max((b.test.window[1] for b in boundaries
                     if b.decided or n - b.test.window[1] > tuning.suspect_after), default=0)
-        suspect = _suspect(s, last, min_step, alpha, tuning)
+        suspect = _suspect(s, last, min_step, alpha, tuning, noise)
         changes += [_change(s, suspect, higher_is_better, suspected=True)] if suspect else []
     return changes
 
@@ -156,14 +165,33 @@ def _change(s: Series, t: Test, higher_is_better: bool, suspected: bool = False,
                        t.size(s.scale), suspected, b - k, s.log, weak)
 
 
-def _suspect(s: Series, last: int, min_step: float, alpha: float, tuning: Tuning) -> Test | None:
+def _suspect(s: Series, last: int, min_step: float, alpha: float, tuning: Tuning,
+             noise: NoiseModel) -> Test | None:
     """The undecided step at the end of the history (the rule is in `detect`'s docstring)."""
     n = len(s.y)
     first = max(last + tuning.min_side, n - tuning.suspect_after)
     tests = [evaluate(s, (last, k, n), alpha, tuning) for k in range(first, n)]
     tests = [t for t in tests if abs(t.z) >= tuning.z_suspect and t.size(s.scale) >= tuning.suspect_size * min_step]
+    best = _placed(s, last, tests, tuning)
+    if best is None or noise.modes == 1:
+        return best
+    # On a machine that is sometimes slow, a few runs in the fast mode after some in the slow
+    # one rank as a step: where the noise shows two modes, a place the rank test can judge must
+    # also show the step with the modes known. The places that fail go before the place is
+    # chosen again (one fast or slow run of the old level beside a step no longer moves it), in
+    # the step's direction only: knowing the modes takes a suspect away or moves it, never
+    # makes one.
+    direction = 1 if best.delta > 0 else -1
+    same = [t for t in tests if (t.delta > 0) == (direction > 0)]
+    return _placed(s, last, [t for t in same if not _testable(t, tuning)
+                             or _modes_p(s, t, noise, direction) <= tuning.p_suspect], tuning)
+
+
+def _placed(s: Series, last: int, tests: list[Test], tuning: Tuning) -> Test | None:
+    """The suspect's place among `tests` (None: none), where the rank test lets it stand."""
     if not tests:
         return None
+    n = len(s.y)
     best = max(tests, key=lambda t: abs(t.z))
     # The most standard errors is not the best place: a robust shift with one more point after
     # it (one still at the old level) has nearly the same size and more points. Among the
@@ -171,6 +199,20 @@ def _suspect(s: Series, last: int, min_step: float, alpha: float, tuning: Tuning
     # `segmentation.keep` places the others); the most standard errors breaks ties.
     same = [t for t in tests if (t.delta > 0) == (best.delta > 0)]
     best = min(same, key=lambda t: (s.cost.dist(last, t.window[1] - 1) + s.cost.dist(t.window[1], n - 1), -abs(t.z)))
-    # Where the rank test can say something (enough points, a floor under p_suspect), it must.
-    testable = best.sides[1] >= tuning.min_side and best.floor <= tuning.p_suspect
-    return best if not testable or best.p <= tuning.p_suspect else None
+    return best if not _testable(best, tuning) or best.p <= tuning.p_suspect else None
+
+
+def _testable(t: Test, tuning: Tuning) -> bool:
+    """Whether the rank test can say something of a suspect (enough points after it, a floor
+    under p_suspect): where it can, it must."""
+    return t.sides[1] >= tuning.min_side and t.floor <= tuning.p_suspect
+
+
+def _modes_p(s: Series, t: Test, noise: NoiseModel, direction: int) -> float:
+    """The permutation p of a step in `direction` at `t`'s place on a two-mode history, the
+    smaller of two tests' doubled (one may pass where the other cannot): each point scored from
+    its own mode (a shift), and how often the points fall in the higher mode (a step onto the
+    other mode's level, or a benchmark that no longer takes its slow path)."""
+    a, k, b = t.window
+    y = s.detrended()[a:b]
+    return min(1.0, 2 * min(scan.fixed_p(y, k - a, noise, direction), scan.share_p(y, k - a, noise, direction)))

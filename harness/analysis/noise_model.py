@@ -47,6 +47,15 @@ class NoiseModel:
         d = self._distances(residuals)
         return (_responsibilities(self._log_terms(d)) * d).sum(axis=-1)
 
+    def high_share(self, residuals: np.ndarray) -> np.ndarray:
+        """How likely each residual is a run in the higher mode (0 with one mode): the slow one
+        where values are times; for a higher-is-better metric the fast one, which serves a
+        two-sided test alike (the two shares add up to 1)."""
+        if self.modes == 1:
+            return np.zeros(np.shape(residuals))
+        terms = self._log_terms(self._distances(residuals))
+        return _responsibilities(terms)[..., int(np.argmax(self.means))]
+
     def centre(self, values: np.ndarray) -> float:
         """The level of `values` under this noise: with two modes, the offset that makes them
         likeliest, searched on a grid about their median (one mode: the median)."""

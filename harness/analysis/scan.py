@@ -14,6 +14,10 @@ a segment whose scan passes is cut at its best split, and each half is searched 
 - Two modes (`proofbench.analysis.noise_model`): the cumulative sum of the points' scores
   (each one's distance from its own mode), against `ORDERINGS` random orderings of the same
   scores: a permutation test, valid whatever the scores are.
+
+`fixed_p` and `share_p` test one given split (no search), the second by how likely each point
+is a run in the higher mode: a step onto the other mode's level, which distances from the modes
+cannot see (`proofbench.analysis.detect` asks both of a suspected step on a two-mode history).
 """
 from __future__ import annotations
 
@@ -103,14 +107,32 @@ def split(y: np.ndarray, lo: int, hi: int, alpha: float, noise: NoiseModel) -> l
     return [*split(y, lo, k, alpha, noise), k, *split(y, k, hi, alpha, noise)]
 
 
-def fixed_p(y: np.ndarray, k: int, noise: NoiseModel) -> float:
+def fixed_p(y: np.ndarray, k: int, noise: NoiseModel, direction: int = 0) -> float:
     """The permutation p-value of a step at the given split k of segment `y` (two-mode scores;
-    no search over positions)."""
-    n = len(y)
-    if k < 2 or n - k < 2:
+    no search over positions). With a `direction` (+1: y went up at k, -1: down), 1 where the
+    points after k lean the other way."""
+    if k < 2 or len(y) - k < 2:
         return 1.0
-    scores = _scores(y, noise)
-    if scores is None:
+    return _fixed(_scores(y, noise), k, direction)
+
+
+def share_p(y: np.ndarray, k: int, noise: NoiseModel, direction: int = 0) -> float:
+    """The permutation p-value of a change at split k of segment `y` in how often its points
+    fall in the higher mode (for a time, the slow one: a benchmark whose runs now always take
+    the slow path, or never); `direction` as in `fixed_p`."""
+    if k < 1 or len(y) - k < 1:
+        return 1.0
+    high = noise.high_share(y - noise.centre(y))
+    return _fixed(None if float(np.ptp(high)) < 1e-9 else high, k, direction)
+
+
+def _fixed(values: np.ndarray | None, k: int, direction: int) -> float:
+    # the permutation p of the sum of values[:k] about its share of the whole (None: no test;
+    # 1 where values[k:] lean against `direction`)
+    if values is None:
+        return 1.0
+    n = len(values)
+    if direction * (values[k:].sum() - (n - k) / n * values.sum()) < 0:
         return 1.0
     at = lambda v: np.abs(v[..., :k].sum(axis=-1) - k / n * v.sum(axis=-1))  # noqa: E731
-    return _p(np.sort(at(scores[_orderings(n)])), float(at(scores)))
+    return _p(np.sort(at(values[_orderings(n)])), float(at(values)))

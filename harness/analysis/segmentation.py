@@ -41,11 +41,13 @@ class Reading:
     series: Series
     tests: tuple[Test, ...]
     cost: float
+    noise: NoiseModel
 
 
-def settle(s: Series, alpha: float, tuning: Tuning) -> tuple[Series, list[Boundary]]:
-    """The final segmentation of `s` and the series it holds on (detrended where the history
-    drifts), each boundary tested at `alpha` and `tuning`'s gates."""
+def settle(s: Series, alpha: float, tuning: Tuning) -> tuple[Series, list[Boundary], NoiseModel]:
+    """The final segmentation of `s`, the series it holds on (detrended where the history
+    drifts), each boundary tested at `alpha` and `tuning`'s gates, and the noise model of the
+    reading kept (two modes where its segments show a machine that is sometimes slow)."""
     candidates = proposals(s, tuning)
     best = _reading(s, alpha, tuning, 0.0, candidates)
     bounds = [t.window[1] for t in keep(s, candidates, alpha, tuning)]
@@ -60,7 +62,7 @@ def settle(s: Series, alpha: float, tuning: Tuning) -> tuple[Series, list[Bounda
             break
         bounds = found
     final = transients(best.series, [t.window[1] for t in best.tests], tuning)
-    return best.series, _gated(best.series, final, alpha, tuning)
+    return best.series, _gated(best.series, final, alpha, tuning), best.noise
 
 
 def _reading(s: Series, alpha: float, tuning: Tuning, extra: float, candidates: list[int]) -> Reading:
@@ -68,7 +70,7 @@ def _reading(s: Series, alpha: float, tuning: Tuning, extra: float, candidates: 
     y = s.detrended()
     edges = [0, *(t.window[1] for t in tests), len(y)]
     cost = sum(noise.deviance(y[a:b]) for a, b in zip(edges, edges[1:]))
-    return Reading(s, tuple(tests), cost + tuning.step_cost * len(tests) + extra)
+    return Reading(s, tuple(tests), cost + tuning.step_cost * len(tests) + extra, noise)
 
 
 def sensitive(s: Series, alpha: float, tuning: Tuning, candidates: list[int]) -> tuple[list[Test], NoiseModel]:
