@@ -34,7 +34,8 @@ def answer_words(alert: Alert) -> str:
 
 
 def listing(alerts: list[Alert]) -> str:
-    """One line per alert: id, status, kind, series, commit, and its standing answer."""
+    """One line per alert: id, status, kind, series, commit (the first bad commit where
+    bisection named it), and its standing answer."""
     if not alerts:
         return "no alerts"
     lines = []
@@ -42,12 +43,20 @@ def listing(alerts: list[Alert]) -> str:
         kind = "regression" if a.regression else "improvement"
         params = ", ".join(f"{k}={v}" for k, v in (a.params or {}).items())
         answer = answer_words(a)
-        n = commits_in_range(a.commit, a.previous_commit)
-        at = f"at {a.commit.hash[:8]}" if n == 1 else \
-            f"in {a.previous_commit.hash[:8]}..{a.commit.hash[:8]}" + (f" ({n} commits)" if n else "")
-        lines.append(f"{a.id:>5} {a.status:9} {kind:11} {a.benchmark.name} ({params}) on {a.machine.name} {at} "
-                     f"{fmt.short(a.commit.subject, 50)!r}" + (f"  [{answer}]" if answer else ""))
+        lines.append(f"{a.id:>5} {a.status:9} {kind:11} {a.benchmark.name} ({params}) on {a.machine.name} {_where(a)}"
+                     + (f"  [{answer}]" if answer else ""))
     return "\n".join(lines)
+
+
+def _where(a: Alert) -> str:
+    # the commit an alert names, with its subject line: the culprit bisection named (the alert
+    # itself stays at the first commit the history measured at the new level), else its range
+    if a.culprit is not None:
+        return f"at {a.culprit.hash[:8]} {fmt.short(a.culprit.subject, 50)!r} (bisected)"
+    n = commits_in_range(a.commit, a.previous_commit)
+    at = f"at {a.commit.hash[:8]}" if n == 1 else \
+        f"in {a.previous_commit.hash[:8]}..{a.commit.hash[:8]}" + (f" ({n} commits)" if n else "")
+    return f"{at} {fmt.short(a.commit.subject, 50)!r}"
 
 
 def commits_in_range(commit, previous, ranks: tuple[int, int] | None = None) -> int | None:

@@ -442,6 +442,24 @@ def test_the_bisect_command_lists_every_measurement_and_the_check():
     assert len(lines) == 6 and all(line.split() == ["aaaaaaaa", "1", "ms", "before"] for line in lines[:2] + lines[4:])
 
 
+def test_alerts_list_names_the_culprit_bisection_found_not_the_commit_the_history_measured():
+    # A range measured every 4th commit: bisection names commit 9, which the history never
+    # measured, so the alert stays at 11, the first commit measured at the new level. The list
+    # named 11's subject line ('Docs 11') after the culprit was known.
+    from proofbench.reports.alerts import listing
+
+    def commit(i, subject):
+        return SimpleNamespace(hash=_hash(i), subject=subject, position=i)
+
+    alert = dict(id=1, status="open", regression=True, params={"variant": "baseline"},
+                 benchmark=SimpleNamespace(name="features.Score.time_call"), machine=SimpleNamespace(name="box"),
+                 commit=commit(11, "Docs 11"), previous_commit=commit(8, "Docs 8"), actions=[])
+    named = listing([SimpleNamespace(**alert, culprit=commit(9, "Validate twice"))])
+    assert named.endswith(f"on box at {_hash(9)[:8]} 'Validate twice' (bisected)")
+    unnamed = listing([SimpleNamespace(**alert, culprit=None)])
+    assert unnamed.endswith(f"on box in {_hash(8)[:8]}..{_hash(11)[:8]} (3 commits) 'Docs 11'")
+
+
 def test_a_bisection_of_a_speedup_shows_its_values_as_speedups_not_seconds():
     from proofbench.reports.alerts import bisected
 
