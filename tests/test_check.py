@@ -47,8 +47,8 @@ class History:
                                   subject="inference.batching", area="inference", metric="tokens_per_second",
                                   unit="tokens/s", higher_is_better=True))
 
-    def night(self, position: int, levels: dict[str, float], machine: str = "box") -> None:
-        """One commit at `position` with a result per benchmark named in `levels`."""
+    def night(self, position: int, levels: dict[str, float], machine: str = "box", params: dict = PARAMS) -> None:
+        """One commit at `position` with a result per benchmark named in `levels` (of `params`)."""
         with Session(self.engine) as session, session.begin():
             commit = session.scalar(select(Commit).where(Commit.hash == _hash(position)))
             if commit is None:
@@ -64,13 +64,14 @@ class History:
                 bench = session.scalar(select(Benchmark).where(Benchmark.name == name))
                 samples = [float(level * np.exp(self.rng.normal(0, 0.01))) for _ in range(5)]
                 session.add(Result(benchmark_id=bench.id, machine_id=ids["machine"], commit_id=commit.id,
-                                   environment_id=ids["env"], params=PARAMS,
-                                   params_key=json.dumps(list(PARAMS.values())), status="ok",
+                                   environment_id=ids["env"], params=params,
+                                   params_key=json.dumps(list(params.values())), status="ok",
                                    value=float(np.median(samples)), samples=samples))
 
-    def nights(self, start: int, stop: int, levels: dict[str, float], machine: str = "box") -> None:
+    def nights(self, start: int, stop: int, levels: dict[str, float], machine: str = "box",
+               params: dict = PARAMS) -> None:
         for position in range(start, stop):
-            self.night(position, levels, machine)
+            self.night(position, levels, machine, params)
 
 
 TIME = "loading.LmdbRead.time_call"

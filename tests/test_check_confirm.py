@@ -6,6 +6,7 @@ git repository's commits again, is exercised by tests/test_nightly_repository.py
 from __future__ import annotations
 
 import json
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -26,20 +27,26 @@ BOX = SimpleNamespace(name="box")  # the machine the fake benches measure on: th
 
 
 class Remeasure:
-    """A fake re-measurement: `rounds` paired rounds whose after / before is `truth`, with the
-    load of each round shared by both commits (as in one asv run); records every call."""
+    """A fake re-measurement: `rounds` paired rounds whose after / before is `truth` (or, per
+    parameter key, `truths[key]`), with the load of each round shared by both commits and every
+    series (as in one asv run); records every call and the keys it measured."""
 
-    def __init__(self, truth: float | str, rounds: int = 8, seed: int = 3) -> None:
-        self.truth, self.rounds, self.calls = truth, rounds, []
+    def __init__(self, truth: float | str, rounds: int = 8, seed: int = 3, truths: dict | None = None) -> None:
+        self.truth, self.rounds, self.calls, self.keys = truth, rounds, [], []
+        self.truths = truths or {}
         self.rng = np.random.default_rng(seed)
 
-    def __call__(self, machine, benchmark, key, before, after, budget):
+    def __call__(self, machine, benchmark, keys, before, after, budget):
         self.calls.append((machine, benchmark, before, after))
+        self.keys.append(keys)
         if isinstance(self.truth, str):
             return self.truth
         load = np.exp(self.rng.normal(0, 0.05, self.rounds))
+        return {key: self._rounds(before, after, load, self.truths.get(key, self.truth)) for key in keys}
+
+    def _rounds(self, before, after, load, truth) -> Rounds:
         b = tuple(float(1e-3 * x * np.exp(self.rng.normal(0, 0.01))) for x in load)
-        a = tuple(float(1e-3 * self.truth * x * np.exp(self.rng.normal(0, 0.01))) for x in load)
+        a = tuple(float(1e-3 * truth * x * np.exp(self.rng.normal(0, 0.01))) for x in load)
         return Rounds(before, after, b, a, 2.5)
 
 
@@ -81,6 +88,56 @@ def test_a_confirmed_step_becomes_a_new_regression_with_its_rounds_stored(suspec
     assert (found.previous.hash, found.commit.hash, c["moved_from"]) == (_hash(10), _hash(13), _hash(12))
     again = _check(suspect, remeasure)
     assert [f.state for f in again.findings] == ["open"] and len(remeasure.calls) == 1  # not measured twice
+
+
+def test_the_series_of_one_benchmark_stepping_at_one_commit_are_measured_again_in_one_run(sqlite_url):
+    # Two variants of one benchmark suspected at the same commit, one a true step and one not
+    # (a launch-bound GPU call read 25% slower by one process): one re-measurement of the two
+    # commits measures both series side by side, and each is decided from its own rounds.
+    h = History(sqlite_url)
+    slow, fast = PARAMS, {**PARAMS, "variant": "baseline"}
+    for params in (slow, fast):
+        h.nights(0, 12, {TIME: 1.0e-3}, params=params)
+        h.nights(12, 14, {TIME: 1.3e-3}, params=params)
+    keys = tuple(json.dumps(list(p.values())) for p in (slow, fast))
+    remeasure = Remeasure(1.3, truths={keys[1]: 1.0})
+    report = _check(h, remeasure)
+    assert len(remeasure.calls) == 1 and sorted(remeasure.keys[0]) == sorted(keys)
+    states = {f.params["variant"]: (f.state, f.confirmation["outcome"]) for f in report.findings}
+    assert states == {"optimized": ("new", "confirmed"), "baseline": ("dropped", "dropped")}
+    seconds = {f.confirmation["seconds"] for f in report.findings}
+    assert seconds == {2.5}  # one run's seconds, which each series' confirmation shows
+
+
+def test_a_series_whose_rounds_were_measured_with_another_reads_them_after_the_budget_ran_out(sqlite_url):
+    h = History(sqlite_url)
+    other = {**PARAMS, "variant": "baseline"}
+    for params in (PARAMS, other):
+        h.nights(0, 12, {TIME: 1.0e-3}, params=params)
+        h.nights(12, 14, {TIME: 1.3e-3}, params=params)
+
+    class Slow(Remeasure):
+        def __call__(self, *args):
+            time.sleep(0.2)  # longer than the whole budget
+            return super().__call__(*args)
+
+    remeasure = Slow(1.3)
+    report = _check(h, remeasure, budget=0.1)
+    assert len(remeasure.calls) == 1
+    assert [(f.state, f.confirmation["outcome"]) for f in report.findings] == [("new", "confirmed")] * 2
+
+
+def test_series_that_ask_for_other_commits_are_measured_again_apart(sqlite_url):
+    h = History(sqlite_url)
+    other = {**PARAMS, "variant": "baseline"}
+    h.nights(0, 12, {TIME: 1.0e-3})
+    h.nights(12, 14, {TIME: 1.3e-3})
+    h.nights(0, 11, {TIME: 1.0e-3}, params=other)
+    h.nights(11, 14, {TIME: 1.3e-3}, params=other)  # three points after: decided, measured at its neighbours
+    remeasure = Remeasure(1.3)
+    _check(h, remeasure)
+    assert sorted(remeasure.keys) == sorted([(json.dumps(list(PARAMS.values())),),
+                                             (json.dumps(list(other.values())),)])
 
 
 def test_a_dropped_step_is_remembered_and_not_measured_again(suspect):

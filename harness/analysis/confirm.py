@@ -2,7 +2,9 @@
 
 The commit before the step and the commit after it (`commits`: a little before the suspected
 index, and the newest, so a step found a commit off still lies between them) are measured
-again in one asv run, in alternating rounds. Each round gives one summary value per side (e.g. its median time), and
+again in one asv run, in alternating rounds (the series of one benchmark whose steps ask for the
+same two commits are measured in the same run, side by side, and each decided from its own
+values). Each round gives one summary value per side (e.g. its median time), and
 `proofbench.stats.round_ratio` turns the paired rounds into after / before with a Student-t
 interval over rounds: the round is the unit, so whatever varies between rounds widens the
 interval (pooling every sample of both sides instead gave a confident wrong verdict).
@@ -38,6 +40,7 @@ commit of each new regression.
 from __future__ import annotations
 
 import enum
+import itertools
 import math
 import time
 from collections.abc import Sequence
@@ -131,12 +134,13 @@ class Rounds:
 
 
 class Remeasure(Protocol):
-    """Measures two commits of one series again (the check command builds one on
-    `proofbench.pipeline.remeasure.Bench.pair`),
-    or says in a sentence why it cannot (another machine's series, no repository to build)."""
+    """Measures two commits again for the series of one benchmark named by their parameter
+    keys, in one run (the check command builds one on `proofbench.pipeline.remeasure.Bench.pair`):
+    each key's rounds; or says in a sentence why it cannot (another machine's series, no
+    repository to build)."""
 
-    def __call__(self, machine: str, benchmark: str, key: str, before: str, after: str,
-                 budget: float) -> Rounds | str: ...
+    def __call__(self, machine: str, benchmark: str, keys: tuple[str, ...], before: str, after: str,
+                 budget: float) -> dict[str, Rounds] | str: ...
 
 
 def stored(confirmation: Confirmation | None, rounds: Rounds | None = None, reason: str = "",
@@ -248,18 +252,21 @@ def settle(suspects: list[Suspected], confirming: Confirming,
     confirmed and the alerts dropped. Each attempt is stored with its alert."""
     started = time.monotonic()
     confirmed, dropped = [], []
+    shared = _Shared.of(confirming.remeasure, [(s, cp) for _, s, cp in suspects])
     for alert, s, cp in sorted(suspects, key=lambda x: (not x[0].regression, -_size(x[2]))):
         asked = "suspected" if cp.suspected else "decided"
-        left = confirming.budget - (time.monotonic() - started)
-        if not cp.suspected and (confirming.remeasure is None or left <= 0):
+        group = shared[_group(s, cp)]
+        # out of time, a series still reads the rounds measured for its group
+        spent_all = confirming.budget - (time.monotonic() - started) <= 0 and not group.batches
+        if not cp.suspected and (confirming.remeasure is None or spent_all):
             continue  # not measured again: the history's word stands, as without confirmation
-        if confirming.remeasure is None or left <= 0:
+        if confirming.remeasure is None or spent_all:
             reason = NO_CONFIRM if confirming.remeasure is None else \
                 spent("confirmation", confirming.budget, "series")
             alert.confirmation = stored(None, reason=reason, asked=asked)
             continue
-        got, decision = _looks(confirming.remeasure, s, cp, started + confirming.budget,
-                               settings.for_benchmark(s.benchmark).min_step)
+        got, decision = looks(group.reader(s.key.params_key), cp, started + confirming.budget,
+                              min_step=settings.for_benchmark(s.benchmark).min_step)
         if isinstance(got, str):  # why it cannot be measured again: said of a suspect (it stays one)
             alert.confirmation = stored(None, reason=got, asked=asked) if cp.suspected else None
             continue
@@ -273,17 +280,52 @@ def settle(suspects: list[Suspected], confirming: Confirming,
     return confirmed, dropped
 
 
-def _looks(remeasure: Remeasure, s: Series, cp: ChangePoint, deadline: float,
-           min_step: float) -> tuple[Rounds | str, Confirmation | None]:
-    # The rounds and the decision on one step of a stored series: a suspected one's commit
-    # before and the newest, a decided one's neighbours (measured points only).
+Group = tuple[str, str, str, str]  # what one re-measurement serves: machine, benchmark, commit before, commit after
+
+
+def _group(s: Series, cp: ChangePoint) -> Group:
+    # The two commits to measure again for one step of a stored series: a suspected one's
+    # commit before and the newest, a decided one's neighbours (measured points only).
     valid = [i for i, p in enumerate(s.points) if p.value is not None]
     first, last = (commits if cp.suspected else neighbours)(cp.index, valid[-1])
     first = max((i for i in valid if i <= first), default=valid[0])
     last = min((i for i in valid if i >= last), default=valid[-1])
-    before, after = s.points[first].commit.hash, s.points[last].commit.hash
-    return looks(lambda left: remeasure(s.machine, s.benchmark, s.key.params_key, before, after, left), cp,
-                 deadline, min_step=min_step)
+    return s.machine, s.benchmark, s.points[first].commit.hash, s.points[last].commit.hash
+
+
+@dataclass
+class _Shared:
+    """The batches of rounds of one re-measurement, shared by the series of one benchmark whose
+    steps ask for the same two commits (several parameter sets that step at one commit): one
+    asv run measures them all side by side, each series reads the batches in order, and a
+    batch that no series has read yet is measured for all of them."""
+
+    remeasure: Remeasure | None
+    group: Group
+    keys: tuple[str, ...]
+    batches: list[dict[str, Rounds] | str]
+
+    @classmethod
+    def of(cls, remeasure: Remeasure | None, steps: list[tuple[Series, ChangePoint]]) -> dict[Group, _Shared]:
+        """One per group of `steps`, each with the parameter keys of its series."""
+        keys: dict[Group, dict[str, None]] = {}
+        for s, cp in steps:
+            keys.setdefault(_group(s, cp), {})[s.key.params_key] = None
+        return {group: cls(remeasure, group, tuple(k), []) for group, k in keys.items()}
+
+    def reader(self, key: str) -> Callable[[float], Rounds | str]:
+        """The batches one series reads (`looks`' batch): the next one, measured first where no
+        series of the group has asked for it yet, within the seconds left."""
+        read = itertools.count()
+
+        def batch(left: float) -> Rounds | str:
+            i = next(read)
+            if i == len(self.batches):
+                machine, benchmark, before, after = self.group
+                self.batches.append(self.remeasure(machine, benchmark, self.keys, before, after, left))
+            got = self.batches[i]
+            return got if isinstance(got, str) else got[key]
+        return batch
 
 
 def looks(batch: Callable[[float], Rounds | str], suspect: Suspect, deadline: float = math.inf, *,

@@ -132,20 +132,20 @@ def _confirming(args: argparse.Namespace, found):
         except (InputError, RunError) as exc:
             return f"cannot measure here: {exc}"
 
-    def remeasure(machine: str, benchmark: str, key: str, before: str, after: str, budget: float):
+    def remeasure(machine: str, benchmark: str, keys: tuple[str, ...], before: str, after: str, budget: float):
         if machine != here().name:
             return (f"measured on machine {machine!r}; only this machine's ({here().name!r}) series are measured "
                     f"again here")
         ready = suite()
         if isinstance(ready, str):
             return ready
-        target = Target.of(benchmark, key)
+        targets = [Target.of(benchmark, key) for key in keys]
         try:
-            got = ready.pair(target, before, after, rounds=args.confirm_rounds, budget=budget)
+            got = ready.pair(targets, before, after, rounds=args.confirm_rounds, budget=budget)
         except ProofbenchError as exc:  # asv could not run here: the suspect says why, the check goes on
             return f"could not measure again: {exc}"
-        return Rounds(before, after, tuple(got.series(before, target)), tuple(got.series(after, target)),
-                      got.seconds, got.stopped)
+        return {key: Rounds(before, after, tuple(got.series(before, target)), tuple(got.series(after, target)),
+                            got.seconds, got.stopped) for key, target in zip(keys, targets)}
 
     paces: dict[str, Pace] = {}  # a benchmark's, for all its bisections tonight: a build one saw, the next may not
 

@@ -177,10 +177,10 @@ class Bench:
         """A Bench with no discovery of the suite kept yet."""
         return cls(layout, repo, branch, profile, machine, fresh_discovery(layout.workdir / BISECT))
 
-    def pair(self, target: Target, before: str, after: str, *, rounds: int,
+    def pair(self, targets: Sequence[Target], before: str, after: str, *, rounds: int,
              budget: float | None) -> Remeasured:
-        """`before` and `after` in alternating rounds, for one series."""
-        return alternate(self.layout, self.repo, self.branch, (before, after), [target], self.profile,
+        """`before` and `after` in alternating rounds, for the series `targets` side by side."""
+        return alternate(self.layout, self.repo, self.branch, (before, after), targets, self.profile,
                          self.machine, rounds=rounds, budget=budget)
 
     def beside(self, target: Target, commit: str, reference: str, label: str, *,
