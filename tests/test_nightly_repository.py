@@ -38,9 +38,10 @@ EVERY = 4
 STEP = 0.10  # SLOW makes `validate` this much slower
 NOISY = math.log(1 + STEP) / 3  # noise (a standard deviation of logs) over which a machine may not tell the step
 # A check that confirms: rounds a batch, and the seconds it may spend. A quiet 2-core machine
-# confirms a 10% step in one batch (about 25 s a series); a noisy one stops at the budget and
-# says so. The every-4th range's check bisects too, within BISECTING: a bisection and its check
-# take about eight reads of 6-15 s each (60 s stopped one at its fourth read in CI, on a machine
+# confirms a 10% step in one batch (about 25 s for one series; both series stepping at the slow
+# commit are measured together, 34 s for both); a noisy one stops at the budget and says so.
+# The every-4th range's check bisects too, within BISECTING: a bisection and its check take
+# about eight reads of 6-15 s each (60 s stopped one at its fourth read in CI, on a machine
 # quiet enough to name the culprit: the test fails where a quiet machine's bisection cannot).
 CONFIRMING = ("--confirm-rounds", "6", "--confirm-budget", "60")
 BISECTING = ("--bisect", "--bisect-budget", "180")
@@ -155,11 +156,14 @@ def _noise(confirmation: dict) -> float:
 
 
 def _spreads(url: str, hashes: list[str]) -> dict[str, float]:
-    """Each variant's noise over the commits before SLOW, as the check's detector reads it: the
-    scale (`prepare(...).sigma`) of the successive differences of the logs of their levels
-    (`Series.levels`: each run's low tail), one wild point clipped (a plain standard deviation
-    of ten quiet points and one 30% slow read 6.5% in a CI run; this reads it 1-2%, and 20-25%
-    where half the runs were slow)."""
+    """Each variant's noise over the commits before SLOW: the larger of the scale the check's
+    detector reads (`prepare(...).sigma`: of the successive differences of the logs of their
+    levels, `Series.levels`, each run's low tail, one wild point clipped; a plain standard
+    deviation of ten quiet points and one 30% slow read 6.5% in a CI run, this reads it 1-2%,
+    and 20-25% where half the runs were slow) and how far the level moved from the first half
+    of those nights to the second (the log of the ratio of their medians: a host whose other
+    tenants came and went stepped 13.3 ms -> 10.3 ms over ten nights of no change, its
+    successive differences reading 2.5%)."""
     before = set(hashes[:SLOW])
     engine = connect(url, write=False, create=False)
     try:
@@ -167,8 +171,13 @@ def _spreads(url: str, hashes: list[str]) -> dict[str, float]:
             found = [s for s in series.load(session, "main") if s.metric == "time"]
     finally:
         engine.dispose()
-    return {s.params["variant"]: prepare([level for p, level in zip(s.points, s.levels) if p.commit.hash in before],
-                                         None).sigma for s in found}
+    spreads = {}
+    for s in found:
+        levels = [level for p, level in zip(s.points, s.levels) if p.commit.hash in before]
+        half = len(levels) // 2
+        moved = abs(math.log(statistics.median(levels[half:]) / statistics.median(levels[:half]))) if half else 0.0
+        spreads[s.params["variant"]] = max(prepare(levels, None).sigma, moved)
+    return spreads
 
 
 def _noise_before(url: str, hashes: list[str]) -> tuple[bool, str]:
