@@ -31,9 +31,10 @@ class Remeasure:
     parameter key, `truths[key]`), with the load of each round shared by both commits and every
     series (as in one asv run); records every call and the keys it measured."""
 
-    def __init__(self, truth: float | str, rounds: int = 8, seed: int = 3, truths: dict | None = None) -> None:
+    def __init__(self, truth: float | str, rounds: int = 8, seed: int = 3, truths: dict | None = None,
+                 spreads: dict | None = None) -> None:
         self.truth, self.rounds, self.calls, self.keys = truth, rounds, [], []
-        self.truths = truths or {}
+        self.truths, self.spreads = truths or {}, spreads or {}  # per key: after / before, a round's own noise
         self.rng = np.random.default_rng(seed)
 
     def __call__(self, machine, benchmark, keys, before, after, budget):
@@ -42,11 +43,12 @@ class Remeasure:
         if isinstance(self.truth, str):
             return self.truth
         load = np.exp(self.rng.normal(0, 0.05, self.rounds))
-        return {key: self._rounds(before, after, load, self.truths.get(key, self.truth)) for key in keys}
+        return {key: self._rounds(before, after, load, self.truths.get(key, self.truth), self.spreads.get(key, 0.01))
+                for key in keys}
 
-    def _rounds(self, before, after, load, truth) -> Rounds:
-        b = tuple(float(1e-3 * x * np.exp(self.rng.normal(0, 0.01))) for x in load)
-        a = tuple(float(1e-3 * truth * x * np.exp(self.rng.normal(0, 0.01))) for x in load)
+    def _rounds(self, before, after, load, truth, spread) -> Rounds:
+        b = tuple(float(1e-3 * x * np.exp(self.rng.normal(0, spread))) for x in load)
+        a = tuple(float(1e-3 * truth * x * np.exp(self.rng.normal(0, spread))) for x in load)
         return Rounds(before, after, b, a, 2.5)
 
 
@@ -125,6 +127,30 @@ def test_a_series_whose_rounds_were_measured_with_another_reads_them_after_the_b
     report = _check(h, remeasure, budget=0.1)
     assert len(remeasure.calls) == 1
     assert [(f.state, f.confirmation["outcome"]) for f in report.findings] == [("new", "confirmed")] * 2
+
+
+def test_a_series_reads_every_batch_its_group_measured_though_another_spent_the_budget(sqlite_url):
+    # The larger step, too noisy to decide, is measured first and spends the budget in batches;
+    # the other series of its benchmark then reads all of those batches, not the first alone.
+    h = History(sqlite_url)
+    noisy, other = PARAMS, {**PARAMS, "variant": "baseline"}
+    h.nights(0, 12, {TIME: 1.0e-3}, params=noisy)
+    h.nights(12, 14, {TIME: 1.5e-3}, params=noisy)
+    h.nights(0, 12, {TIME: 1.0e-3}, params=other)
+    h.nights(12, 14, {TIME: 1.3e-3}, params=other)
+    keys = [json.dumps(list(p.values())) for p in (noisy, other)]
+
+    class Slow(Remeasure):
+        def __call__(self, *args):
+            time.sleep(0.1)
+            return super().__call__(*args)
+
+    remeasure = Slow(1.1, rounds=4, spreads={keys[0]: 0.5, keys[1]: 0.05})
+    report = _check(h, remeasure, budget=0.25)
+    told = {f.params["variant"]: f.confirmation for f in report.findings}
+    assert len(remeasure.calls) >= 2 and told["optimized"]["rounds"] == 4 * len(remeasure.calls)
+    assert len(told["baseline"]["before_rounds"]) == 4 * len(remeasure.calls) or \
+        told["baseline"]["outcome"] != "inconclusive", told["baseline"]
 
 
 def test_series_that_ask_for_other_commits_are_measured_again_apart(sqlite_url):

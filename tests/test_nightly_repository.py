@@ -10,9 +10,10 @@ changes its speed. Everything runs through the installed `proofbench`, as a nigh
 Measuring again is bounded as a nightly job bounds it, by `--confirm-budget` and
 `--bisect-budget`. A machine can be noisier than the step (a shared runner whose other tenants
 slow every process by a third for seconds at a time). The tests then skip, each skip with the
-noise the machine showed, measured, over a third of the step (NOISY): in the nights before the
-step (both tests skip there, before measuring on), in a confirmation's paired rounds, or in a
-bisection's spread. A skip after a check first asserts that nothing wrong was said (no step
+noise the machine showed, measured, over a third of the step (NOISY; its level moving that far
+over the nights before the step counts as noise): in the nights before the step (both tests
+skip there, before measuring on), in a confirmation's paired rounds, or in a bisection's
+spread. A skip after a check first asserts that nothing wrong was said (no step
 dropped, no improvement, no alert or culprit anywhere but at SLOW). A quiet machine that does
 not find, confirm or bisect the step fails.
 """
@@ -173,15 +174,19 @@ def _spreads(url: str, hashes: list[str]) -> dict[str, float]:
         engine.dispose()
     spreads = {}
     for s in found:
-        levels = [level for p, level in zip(s.points, s.levels) if p.commit.hash in before]
+        levels = [level for p, level in zip(s.points, s.levels) if p.commit.hash in before and level]
+        if len(levels) < 2:  # nothing to read a noise from
+            spreads[s.params["variant"]] = 0.0
+            continue
         half = len(levels) // 2
-        moved = abs(math.log(statistics.median(levels[half:]) / statistics.median(levels[:half]))) if half else 0.0
+        moved = abs(math.log(statistics.median(levels[half:]) / statistics.median(levels[:half])))
         spreads[s.params["variant"]] = max(prepare(levels, None).sigma, moved)
     return spreads
 
 
 def _noise_before(url: str, hashes: list[str]) -> tuple[bool, str]:
-    """Whether every series' noise before the step (`_spreads`) is over NOISY, and the reading."""
+    """Whether every series' noise before the step (`_spreads`: its scatter, or how far its
+    level moved over those nights, the larger) is over NOISY, and the reading."""
     spreads = _spreads(url, hashes)
     read = ", ".join(f"{100 * sd:.1f}% ({variant})" for variant, sd in sorted(spreads.items()))
     return min(spreads.values()) > NOISY, f"the commits measured before it read a noise of {read}"

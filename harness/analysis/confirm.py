@@ -40,11 +40,11 @@ commit of each new regression.
 from __future__ import annotations
 
 import enum
-import itertools
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from typing import Callable, Protocol
 
 from sqlalchemy.orm import Session
@@ -255,9 +255,9 @@ def settle(suspects: list[Suspected], confirming: Confirming,
     shared = _Shared.of(confirming.remeasure, [(s, cp) for _, s, cp in suspects])
     for alert, s, cp in sorted(suspects, key=lambda x: (not x[0].regression, -_size(x[2]))):
         asked = "suspected" if cp.suspected else "decided"
-        group = shared[_group(s, cp)]
+        group, key = shared[_group(s, cp)], s.key.params_key
         # out of time, a series still reads the rounds measured for its group
-        spent_all = confirming.budget - (time.monotonic() - started) <= 0 and not group.batches
+        spent_all = confirming.budget - (time.monotonic() - started) <= 0 and not group.ready(key)
         if not cp.suspected and (confirming.remeasure is None or spent_all):
             continue  # not measured again: the history's word stands, as without confirmation
         if confirming.remeasure is None or spent_all:
@@ -265,8 +265,8 @@ def settle(suspects: list[Suspected], confirming: Confirming,
                 spent("confirmation", confirming.budget, "series")
             alert.confirmation = stored(None, reason=reason, asked=asked)
             continue
-        got, decision = looks(group.reader(s.key.params_key), cp, started + confirming.budget,
-                              min_step=settings.for_benchmark(s.benchmark).min_step)
+        got, decision = looks(partial(group.batch, key), cp, started + confirming.budget,
+                              min_step=settings.for_benchmark(s.benchmark).min_step, ready=partial(group.ready, key))
         if isinstance(got, str):  # why it cannot be measured again: said of a suspect (it stays one)
             alert.confirmation = stored(None, reason=got, asked=asked) if cp.suspected else None
             continue
@@ -293,17 +293,18 @@ def _group(s: Series, cp: ChangePoint) -> Group:
     return s.machine, s.benchmark, s.points[first].commit.hash, s.points[last].commit.hash
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Shared:
     """The batches of rounds of one re-measurement, shared by the series of one benchmark whose
     steps ask for the same two commits (several parameter sets that step at one commit): one
-    asv run measures them all side by side, each series reads the batches in order, and a
-    batch that no series has read yet is measured for all of them."""
+    asv run measures them all side by side, each series reads the batches in order (`taken`:
+    how many it has read), and a batch that no series has read yet is measured for all of them."""
 
     remeasure: Remeasure | None
     group: Group
     keys: tuple[str, ...]
-    batches: list[dict[str, Rounds] | str]
+    batches: list[dict[str, Rounds] | str] = field(default_factory=list)
+    taken: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def of(cls, remeasure: Remeasure | None, steps: list[tuple[Series, ChangePoint]]) -> dict[Group, _Shared]:
@@ -311,30 +312,32 @@ class _Shared:
         keys: dict[Group, dict[str, None]] = {}
         for s, cp in steps:
             keys.setdefault(_group(s, cp), {})[s.key.params_key] = None
-        return {group: cls(remeasure, group, tuple(k), []) for group, k in keys.items()}
+        return {group: cls(remeasure, group, tuple(k)) for group, k in keys.items()}
 
-    def reader(self, key: str) -> Callable[[float], Rounds | str]:
-        """The batches one series reads (`looks`' batch): the next one, measured first where no
-        series of the group has asked for it yet, within the seconds left."""
-        read = itertools.count()
+    def ready(self, key: str) -> bool:
+        """Whether the next batch the series `key` reads is measured already (it costs no time)."""
+        return self.taken.get(key, 0) < len(self.batches)
 
-        def batch(left: float) -> Rounds | str:
-            i = next(read)
-            if i == len(self.batches):
-                machine, benchmark, before, after = self.group
-                self.batches.append(self.remeasure(machine, benchmark, self.keys, before, after, left))
-            got = self.batches[i]
-            return got if isinstance(got, str) else got[key]
-        return batch
+    def batch(self, key: str, left: float) -> Rounds | str:
+        """The next batch of the series `key` (`looks`' batch), measured first for every series
+        of the group, within `left` seconds, where none has read it yet."""
+        i = self.taken.get(key, 0)
+        if i == len(self.batches):
+            machine, benchmark, before, after = self.group
+            self.batches.append(self.remeasure(machine, benchmark, self.keys, before, after, left))
+        self.taken[key] = i + 1
+        got = self.batches[i]
+        return got if isinstance(got, str) else got.get(key, "the re-measurement gave no rounds of this series")
 
 
 def looks(batch: Callable[[float], Rounds | str], suspect: Suspect, deadline: float = math.inf, *,
-          min_step: float = 0.03, alpha: float = ALPHA) -> tuple[Rounds | str, Confirmation | None]:
+          min_step: float = 0.03, alpha: float = ALPHA,
+          ready: Callable[[], bool] = lambda: False) -> tuple[Rounds | str, Confirmation | None]:
     """Decide `suspect` from a first batch of rounds (`batch(seconds left)`), and from all the
     batches so far while they leave the interval too wide to decide, time is left before
-    `deadline` (`time.monotonic()`) and fewer than `LOOKS` were taken; each look at `alpha` /
-    `LOOKS`. Returns the rounds and the decision, or why the first batch could not be measured
-    (and None)."""
+    `deadline` (`time.monotonic()`) or the next batch is `ready` (measured already, with another
+    series), and fewer than `LOOKS` were taken; each look at `alpha` / `LOOKS`. Returns the
+    rounds and the decision, or why the first batch could not be measured (and None)."""
     got = batch(deadline - time.monotonic())
     if isinstance(got, str):
         return got, None
@@ -343,7 +346,7 @@ def looks(batch: Callable[[float], Rounds | str], suspect: Suspect, deadline: fl
         left = deadline - time.monotonic()
         if decision.reason is not Reason.WIDE or got.stopped != "rounds":
             break
-        if left <= 0:  # too wide, and no time for another batch: the budget stopped it
+        if left <= 0 and not ready():  # too wide, and no time for another batch: the budget stopped it
             got = replace(got, stopped="budget")
             break
         more = batch(left)
