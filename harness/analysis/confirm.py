@@ -44,7 +44,6 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
-from functools import partial
 from typing import Callable, Protocol
 
 from sqlalchemy.orm import Session
@@ -255,9 +254,9 @@ def settle(suspects: list[Suspected], confirming: Confirming,
     shared = _Shared.of(confirming.remeasure, [(s, cp) for _, s, cp in suspects])
     for alert, s, cp in sorted(suspects, key=lambda x: (not x[0].regression, -_size(x[2]))):
         asked = "suspected" if cp.suspected else "decided"
-        group, key = shared[_group(s, cp)], s.key.params_key
+        batch, ready = shared[_group(s, cp)].reader(s.key.params_key)
         # out of time, a series still reads the rounds measured for its group
-        spent_all = confirming.budget - (time.monotonic() - started) <= 0 and not group.ready(key)
+        spent_all = confirming.budget - (time.monotonic() - started) <= 0 and not ready()
         if not cp.suspected and (confirming.remeasure is None or spent_all):
             continue  # not measured again: the history's word stands, as without confirmation
         if confirming.remeasure is None or spent_all:
@@ -265,8 +264,8 @@ def settle(suspects: list[Suspected], confirming: Confirming,
                 spent("confirmation", confirming.budget, "series")
             alert.confirmation = stored(None, reason=reason, asked=asked)
             continue
-        got, decision = looks(partial(group.batch, key), cp, started + confirming.budget,
-                              min_step=settings.for_benchmark(s.benchmark).min_step, ready=partial(group.ready, key))
+        got, decision = looks(batch, cp, started + confirming.budget,
+                              min_step=settings.for_benchmark(s.benchmark).min_step, ready=ready)
         if isinstance(got, str):  # why it cannot be measured again: said of a suspect (it stays one)
             alert.confirmation = stored(None, reason=got, asked=asked) if cp.suspected else None
             continue
@@ -297,14 +296,13 @@ def _group(s: Series, cp: ChangePoint) -> Group:
 class _Shared:
     """The batches of rounds of one re-measurement, shared by the series of one benchmark whose
     steps ask for the same two commits (several parameter sets that step at one commit): one
-    asv run measures them all side by side, each series reads the batches in order (`taken`:
-    how many it has read), and a batch that no series has read yet is measured for all of them."""
+    asv run measures them all side by side, each series reads the batches in order, and a
+    batch that no series has read yet is measured for all of them."""
 
     remeasure: Remeasure | None
     group: Group
     keys: tuple[str, ...]
     batches: list[dict[str, Rounds] | str] = field(default_factory=list)
-    taken: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def of(cls, remeasure: Remeasure | None, steps: list[tuple[Series, ChangePoint]]) -> dict[Group, _Shared]:
@@ -314,20 +312,24 @@ class _Shared:
             keys.setdefault(_group(s, cp), {})[s.key.params_key] = None
         return {group: cls(remeasure, group, tuple(k)) for group, k in keys.items()}
 
-    def ready(self, key: str) -> bool:
-        """Whether the next batch the series `key` reads is measured already (it costs no time)."""
-        return self.taken.get(key, 0) < len(self.batches)
+    def reader(self, key: str) -> tuple[Callable[[float], Rounds | str], Callable[[], bool]]:
+        """One step's reading of the batches, from the first, for the series `key`: its batch
+        (`looks`' batch: the next one, measured first for every series of the group, within
+        the seconds left, where none has read it yet) and whether the next one is measured
+        already (reading it costs no time)."""
+        taken = [0]
 
-    def batch(self, key: str, left: float) -> Rounds | str:
-        """The next batch of the series `key` (`looks`' batch), measured first for every series
-        of the group, within `left` seconds, where none has read it yet."""
-        i = self.taken.get(key, 0)
-        if i == len(self.batches):
-            machine, benchmark, before, after = self.group
-            self.batches.append(self.remeasure(machine, benchmark, self.keys, before, after, left))
-        self.taken[key] = i + 1
-        got = self.batches[i]
-        return got if isinstance(got, str) else got.get(key, "the re-measurement gave no rounds of this series")
+        def ready() -> bool:
+            return taken[0] < len(self.batches)
+
+        def batch(left: float) -> Rounds | str:
+            if not ready():
+                machine, benchmark, before, after = self.group
+                self.batches.append(self.remeasure(machine, benchmark, self.keys, before, after, left))
+            got = self.batches[taken[0]]
+            taken[0] += 1
+            return got if isinstance(got, str) else got.get(key, "the re-measurement gave no rounds of this series")
+        return batch, ready
 
 
 def looks(batch: Callable[[float], Rounds | str], suspect: Suspect, deadline: float = math.inf, *,
