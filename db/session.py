@@ -117,13 +117,29 @@ def _read_only_path(database: str | None) -> Path | None:
     return None if os.access(path, os.W_OK) and os.access(path.parent, os.W_OK) else path.resolve()
 
 
+def _named_file(parsed) -> Path | None:
+    # The SQLite file a URL names: its path, or a `file:` URI's where `uri=true` asks SQLite to
+    # read it as one (file:/abs, file:///abs, file://host/abs, file:rel); None for a database in
+    # memory, or a `file:` name SQLite is not told to read as a URI.
+    database = parsed.database or ""
+    if not database.startswith("file:"):
+        return Path(database) if database not in ("", ":memory:") else None
+    if parsed.query.get("uri") not in ("true", "1") or parsed.query.get("mode") == "memory":
+        return None
+    rest = database[len("file:"):]
+    if rest.startswith("//"):
+        rest = "/" + rest[2:].partition("/")[2]
+    return Path(rest) if rest not in ("", ":memory:") else None
+
+
 def _sqlite_engine(url: str, parsed, create: bool) -> Engine:
     read_only = _read_only_path(parsed.database)
     if read_only is None:
+        named = _named_file(parsed)
+        if named is not None and not create and not named.exists():
+            raise DatabaseError(f"{masked(url)}: no such database; nothing has been measured into it "
+                                f"(`proofbench run`, `history` or `ingest` make it; is the path right?)")
         if parsed.database and parsed.database != ":memory:" and not parsed.database.startswith("file:"):
-            if not create and not Path(parsed.database).exists():
-                raise DatabaseError(f"{masked(url)}: no such database; nothing has been measured into it "
-                                    f"(`proofbench run`, `history` or `ingest` make it; is the path right?)")
             try:
                 Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:

@@ -353,6 +353,24 @@ def test_a_mistyped_database_path_is_an_error_never_an_empty_database_that_passe
     assert not missing.parent.exists()
 
 
+@pytest.mark.parametrize("form", ["file:{path}", "file://{path}", "file://localhost{path}"])
+def test_a_mistyped_path_in_a_sqlite_uri_is_an_error_too(form, capsys, tmp_path):
+    # SQLite would make the file it is asked to open: an empty database, and nothing wrong found
+    missing = tmp_path / "nightly.sqlite"
+    status, report = check_json("sqlite:///" + form.format(path=missing) + "?uri=true", capsys)
+    assert status == 2 and report["error"].endswith(
+        "no such database; nothing has been measured into it (`proofbench run`, `history` or `ingest` make it; "
+        "is the path right?)")
+    assert not missing.exists()
+
+
+def test_a_sqlite_uri_naming_a_database_that_exists_is_read(sqlite_url, capsys):
+    path = sqlite_url.removeprefix("sqlite:///")
+    History(sqlite_url).nights(0, 12, {TIME: 1.0e-3})
+    status, report = check_json(f"sqlite:///file:{path}?uri=true", capsys)
+    assert status == 0 and report["counts"]["series"] == 1
+
+
 def test_a_database_with_no_results_is_an_error_never_a_pass(sqlite_url, capsys):
     History(sqlite_url)  # the schema, and nothing measured
     status, report = check_json(sqlite_url, capsys)
