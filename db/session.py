@@ -106,13 +106,10 @@ def _sqlite_begin_reading(connection) -> None:
     connection.exec_driver_sql("BEGIN")
 
 
-def _read_only_path(database: str | None) -> Path | None:
+def _read_only_path(path: Path | None) -> Path | None:
     # A SQLite file that exists and that this process may not write (nor may it make its journal
     # beside it): it is read as it is, and only by commands that read.
-    if not database or database == ":memory:" or database.startswith("file:"):
-        return None
-    path = Path(database)
-    if not path.is_file():
+    if path is None or not path.is_file():
         return None
     return None if os.access(path, os.W_OK) and os.access(path.parent, os.W_OK) else path.resolve()
 
@@ -133,15 +130,16 @@ def _named_file(parsed) -> Path | None:
 
 
 def _sqlite_engine(url: str, parsed, create: bool) -> Engine:
-    read_only = _read_only_path(parsed.database)
+    named = _named_file(parsed)
+    path = None if (parsed.database or "").startswith("file:") else named  # a plain path (a URI is opened as given)
+    read_only = _read_only_path(path)
     if read_only is None:
-        named = _named_file(parsed)
         if named is not None and not create and not named.exists():
             raise DatabaseError(f"{masked(url)}: no such database; nothing has been measured into it "
                                 f"(`proofbench run`, `history` or `ingest` make it; is the path right?)")
-        if parsed.database and parsed.database != ":memory:" and not parsed.database.startswith("file:"):
+        if path is not None:
             try:
-                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+                path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise DatabaseError(f"cannot create the directory of {masked(url)}: {exc.strerror}") from None
         engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})

@@ -251,10 +251,11 @@ def settle(suspects: list[Suspected], confirming: Confirming,
     confirmed and the alerts dropped. Each attempt is stored with its alert."""
     started = time.monotonic()
     confirmed, dropped = [], []
-    shared = _Shared.of(confirming.remeasure, [(s, cp) for _, s, cp in suspects])
-    for alert, s, cp in sorted(suspects, key=lambda x: (not x[0].regression, -_size(x[2]))):
+    steps = [(alert, s, cp, _group(s, cp)) for alert, s, cp in suspects]
+    shared = _Shared.of(confirming.remeasure, [(group, s.key.params_key) for _, s, _, group in steps])
+    for alert, s, cp, group in sorted(steps, key=lambda x: (not x[0].regression, -_size(x[2]))):
         asked = "suspected" if cp.suspected else "decided"
-        batch, ready = shared[_group(s, cp)].reader(s.key.params_key)
+        batch, ready = shared[group].reader(s.key.params_key)
         # out of time, a series still reads the rounds measured for its group
         spent_all = confirming.budget - (time.monotonic() - started) <= 0 and not ready()
         if not cp.suspected and (confirming.remeasure is None or spent_all):
@@ -305,11 +306,11 @@ class _Shared:
     batches: list[dict[str, Rounds] | str] = field(default_factory=list)
 
     @classmethod
-    def of(cls, remeasure: Remeasure | None, steps: list[tuple[Series, ChangePoint]]) -> dict[Group, _Shared]:
-        """One per group of `steps`, each with the parameter keys of its series."""
+    def of(cls, remeasure: Remeasure | None, steps: list[tuple[Group, str]]) -> dict[Group, _Shared]:
+        """One per group of `steps` (each a group and a series' parameter key), with its keys."""
         keys: dict[Group, dict[str, None]] = {}
-        for s, cp in steps:
-            keys.setdefault(_group(s, cp), {})[s.key.params_key] = None
+        for group, key in steps:
+            keys.setdefault(group, {})[key] = None
         return {group: cls(remeasure, group, tuple(k)) for group, k in keys.items()}
 
     def reader(self, key: str) -> tuple[Callable[[float], Rounds | str], Callable[[], bool]]:
