@@ -32,14 +32,16 @@ class Remeasure:
     series (as in one asv run); records every call and the keys it measured."""
 
     def __init__(self, truth: float | str, rounds: int = 8, seed: int = 3, truths: dict | None = None,
-                 spreads: dict | None = None) -> None:
+                 spreads: dict | None = None, pause: float = 0.0) -> None:
         self.truth, self.rounds, self.calls, self.keys = truth, rounds, [], []
         self.truths, self.spreads = truths or {}, spreads or {}  # per key: after / before, a round's own noise
+        self.pause = pause  # seconds each call takes
         self.rng = np.random.default_rng(seed)
 
     def __call__(self, machine, benchmark, keys, before, after, budget):
         self.calls.append((machine, benchmark, before, after))
         self.keys.append(keys)
+        time.sleep(self.pause)
         if isinstance(self.truth, str):
             return self.truth
         load = np.exp(self.rng.normal(0, 0.05, self.rounds))
@@ -92,19 +94,26 @@ def test_a_confirmed_step_becomes_a_new_regression_with_its_rounds_stored(suspec
     assert [f.state for f in again.findings] == ["open"] and len(remeasure.calls) == 1  # not measured twice
 
 
+OTHER = {**PARAMS, "variant": "baseline"}  # a second variant of the benchmark of PARAMS
+KEYS = tuple(json.dumps(list(p.values())) for p in (PARAMS, OTHER))  # their parameter keys
+
+
+def _two_variants(url: str, after: float = 1.3e-3, other_after: float = 1.3e-3) -> History:
+    """Both variants at 1.0 ms for twelve nights, then at `after` and `other_after` for two."""
+    h = History(url)
+    for params, level in ((PARAMS, after), (OTHER, other_after)):
+        h.nights(0, 12, {TIME: 1.0e-3}, params=params)
+        h.nights(12, 14, {TIME: level}, params=params)
+    return h
+
+
 def test_the_series_of_one_benchmark_stepping_at_one_commit_are_measured_again_in_one_run(sqlite_url):
     # Two variants of one benchmark suspected at the same commit, one a true step and one not
     # (a launch-bound GPU call read 25% slower by one process): one re-measurement of the two
     # commits measures both series side by side, and each is decided from its own rounds.
-    h = History(sqlite_url)
-    slow, fast = PARAMS, {**PARAMS, "variant": "baseline"}
-    for params in (slow, fast):
-        h.nights(0, 12, {TIME: 1.0e-3}, params=params)
-        h.nights(12, 14, {TIME: 1.3e-3}, params=params)
-    keys = tuple(json.dumps(list(p.values())) for p in (slow, fast))
-    remeasure = Remeasure(1.3, truths={keys[1]: 1.0})
-    report = _check(h, remeasure)
-    assert len(remeasure.calls) == 1 and sorted(remeasure.keys[0]) == sorted(keys)
+    remeasure = Remeasure(1.3, truths={KEYS[1]: 1.0})
+    report = _check(_two_variants(sqlite_url), remeasure)
+    assert len(remeasure.calls) == 1 and sorted(remeasure.keys[0]) == sorted(KEYS)
     states = {f.params["variant"]: (f.state, f.confirmation["outcome"]) for f in report.findings}
     assert states == {"optimized": ("new", "confirmed"), "baseline": ("dropped", "dropped")}
     seconds = {f.confirmation["seconds"] for f in report.findings}
@@ -112,19 +121,8 @@ def test_the_series_of_one_benchmark_stepping_at_one_commit_are_measured_again_i
 
 
 def test_a_series_whose_rounds_were_measured_with_another_reads_them_after_the_budget_ran_out(sqlite_url):
-    h = History(sqlite_url)
-    other = {**PARAMS, "variant": "baseline"}
-    for params in (PARAMS, other):
-        h.nights(0, 12, {TIME: 1.0e-3}, params=params)
-        h.nights(12, 14, {TIME: 1.3e-3}, params=params)
-
-    class Slow(Remeasure):
-        def __call__(self, *args):
-            time.sleep(0.2)  # longer than the whole budget
-            return super().__call__(*args)
-
-    remeasure = Slow(1.3)
-    report = _check(h, remeasure, budget=0.1)
+    remeasure = Remeasure(1.3, pause=0.2)  # longer than the whole budget
+    report = _check(_two_variants(sqlite_url), remeasure, budget=0.1)
     assert len(remeasure.calls) == 1
     assert [(f.state, f.confirmation["outcome"]) for f in report.findings] == [("new", "confirmed")] * 2
 
@@ -132,21 +130,8 @@ def test_a_series_whose_rounds_were_measured_with_another_reads_them_after_the_b
 def test_a_series_reads_every_batch_its_group_measured_though_another_spent_the_budget(sqlite_url):
     # The larger step, too noisy to decide, is measured first and spends the budget in batches;
     # the other series of its benchmark then reads all of those batches, not the first alone.
-    h = History(sqlite_url)
-    noisy, other = PARAMS, {**PARAMS, "variant": "baseline"}
-    h.nights(0, 12, {TIME: 1.0e-3}, params=noisy)
-    h.nights(12, 14, {TIME: 1.5e-3}, params=noisy)
-    h.nights(0, 12, {TIME: 1.0e-3}, params=other)
-    h.nights(12, 14, {TIME: 1.3e-3}, params=other)
-    keys = [json.dumps(list(p.values())) for p in (noisy, other)]
-
-    class Slow(Remeasure):
-        def __call__(self, *args):
-            time.sleep(0.1)
-            return super().__call__(*args)
-
-    remeasure = Slow(1.1, rounds=4, spreads={keys[0]: 0.5, keys[1]: 0.05})
-    report = _check(h, remeasure, budget=0.25)
+    remeasure = Remeasure(1.1, rounds=4, spreads={KEYS[0]: 0.5, KEYS[1]: 0.05}, pause=0.1)
+    report = _check(_two_variants(sqlite_url, after=1.5e-3), remeasure, budget=0.25)
     told = {f.params["variant"]: f.confirmation for f in report.findings}
     assert len(remeasure.calls) >= 2 and told["optimized"]["rounds"] == 4 * len(remeasure.calls)
     assert len(told["baseline"]["before_rounds"]) == 4 * len(remeasure.calls) or \
@@ -155,15 +140,13 @@ def test_a_series_reads_every_batch_its_group_measured_though_another_spent_the_
 
 def test_series_that_ask_for_other_commits_are_measured_again_apart(sqlite_url):
     h = History(sqlite_url)
-    other = {**PARAMS, "variant": "baseline"}
     h.nights(0, 12, {TIME: 1.0e-3})
     h.nights(12, 14, {TIME: 1.3e-3})
-    h.nights(0, 11, {TIME: 1.0e-3}, params=other)
-    h.nights(11, 14, {TIME: 1.3e-3}, params=other)  # three points after: decided, measured at its neighbours
+    h.nights(0, 11, {TIME: 1.0e-3}, params=OTHER)
+    h.nights(11, 14, {TIME: 1.3e-3}, params=OTHER)  # three points after: decided, measured at its neighbours
     remeasure = Remeasure(1.3)
     _check(h, remeasure)
-    assert sorted(remeasure.keys) == sorted([(json.dumps(list(PARAMS.values())),),
-                                             (json.dumps(list(other.values())),)])
+    assert sorted(remeasure.keys) == sorted([(KEYS[0],), (KEYS[1],)])
 
 
 def test_a_dropped_step_is_remembered_and_not_measured_again(suspect):
