@@ -28,7 +28,7 @@ BOX = SimpleNamespace(name="box")  # the machine the fake benches measure on: th
 
 class Remeasure:
     """A fake re-measurement: `rounds` paired rounds whose after / before is `truth` (or, per
-    parameter key, `truths[key]`), with the load of each round shared by both commits and every
+    parameter key or benchmark, `truths[key]`), with the load of each round shared by both commits and every
     series (as in one asv run); records every call and the keys it measured."""
 
     def __init__(self, truth: float | str, rounds: int = 8, seed: int = 3, truths: dict | None = None,
@@ -45,7 +45,9 @@ class Remeasure:
         if isinstance(self.truth, str):
             return self.truth
         load = np.exp(self.rng.normal(0, 0.05, self.rounds))
-        return {key: self._rounds(before, after, load, self.truths.get(key, self.truth), self.spreads.get(key, 0.01))
+        def of(given, key, default):  # a key's figure, else its benchmark's, else the default
+            return given.get(key, given.get(benchmark, default))
+        return {key: self._rounds(before, after, load, of(self.truths, key, self.truth), of(self.spreads, key, 0.01))
                 for key in keys}
 
     def _rounds(self, before, after, load, truth, spread) -> Rounds:
@@ -136,6 +138,21 @@ def test_a_series_reads_every_batch_its_group_measured_though_another_spent_the_
     assert len(remeasure.calls) >= 2 and told["optimized"]["rounds"] == 4 * len(remeasure.calls)
     assert len(told["baseline"]["before_rounds"]) == 4 * len(remeasure.calls) or \
         told["baseline"]["outcome"] != "inconclusive", told["baseline"]
+
+
+def test_a_noisy_larger_suspect_does_not_spend_the_budget_before_a_true_step_has_a_batch(sqlite_url):
+    # A false 50% suspect on a noisy series, measured first (the larger step), takes batch after
+    # batch without deciding; a true 20% fall of another benchmark's rate, on a quiet series, is
+    # decided by its first batch: it has that batch before the noisy one has its second.
+    h = History(sqlite_url)
+    h.nights(0, 12, {TIME: 1.0e-3, RATE: 1000.0})
+    h.nights(12, 14, {TIME: 1.5e-3, RATE: 800.0})
+    remeasure = Remeasure(1.0, rounds=6, truths={RATE: 0.8}, spreads={TIME: 0.5}, pause=0.1)
+    report = _check(h, remeasure, budget=0.25)
+    assert [benchmark for _, benchmark, _, _ in remeasure.calls[:2]] == [TIME, RATE]
+    told = {f.benchmark: (f.state, f.confirmation["outcome"], f.confirmation["reason"]) for f in report.findings}
+    assert told == {RATE: ("new", "confirmed", "step"), TIME: ("suspected", "inconclusive", "wide")}
+    assert report.exit_code == 1
 
 
 def test_series_that_ask_for_other_commits_are_measured_again_apart(sqlite_url):

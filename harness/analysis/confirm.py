@@ -34,7 +34,8 @@ by the distance it drifted since. Dropped, it is not raised; confirmed or inconc
 history's word stands.
 
 `settle` is the nightly check's step that applies these rules to tonight's suspected alerts
-(`proofbench.analysis.check`), within a time budget; `bisect_new` then asks for the first bad
+(`proofbench.analysis.check`), within a time budget, a batch each in turn (`Look`: one step's
+looks); `bisect_new` then asks for the first bad
 commit of each new regression.
 """
 from __future__ import annotations
@@ -54,7 +55,7 @@ from proofbench.analysis.series import Series
 from proofbench.db.alerts import Alert
 from proofbench.errors import ProofbenchError
 from proofbench.project import CheckSettings
-from proofbench.stats import MIN_ROUNDS, PAIRED_TRIM, RoundRatio, round_ratio
+from proofbench.stats import MIN_ROUNDS, PAIRED_TRIM, round_ratio
 
 ALPHA = 0.01  # chance, at most, of confirming a step that is not there (all looks together)
 LOOKS = 6  # decisions taken at most per step: the first batch of rounds, then all of two, ... six batches
@@ -182,32 +183,6 @@ def decide(suspect: Suspect, before_rounds: Sequence[float], after_rounds: Seque
                         suspect.direction, expected, min_step)
 
 
-class Movement(enum.Enum):
-    """Which way a re-measured ratio moved, by the same rules: up or down by at least the
-    minimum step, no move of that size, or not decided."""
-
-    UP = "up"
-    DOWN = "down"
-    NONE = "none"
-    UNDECIDED = "undecided"
-
-
-def movement(ratio: RoundRatio, min_step: float = 0.03) -> Movement:
-    """The movement a pair of commits shows (after / before), with no step suspected in advance
-    (what the pull-request gate asks of every series): up or down when the interval excludes 1
-    and the estimate is at least `min_step` away from it; none when the whole interval lies
-    within 1 +- `min_step`; undecided otherwise, or with too few rounds."""
-    if ratio.rounds < MIN_ROUNDS or not math.isfinite(ratio.estimate):
-        return Movement.UNDECIDED
-    if ratio.low > 1.0 and ratio.estimate >= 1.0 + min_step:
-        return Movement.UP
-    if ratio.high < 1.0 and ratio.estimate <= 1.0 - min_step:
-        return Movement.DOWN
-    if 1.0 - min_step <= ratio.low and ratio.high <= 1.0 + min_step:
-        return Movement.NONE
-    return Movement.UNDECIDED
-
-
 def _rule(direction: int, estimate: float, low: float, high: float, rounds: int,
           min_step: float) -> tuple[Outcome, Reason]:
     if rounds < MIN_ROUNDS or not math.isfinite(estimate):
@@ -245,39 +220,48 @@ class Confirming:
 
 def settle(suspects: list[Suspected], confirming: Confirming,
            settings: CheckSettings) -> tuple[list[Alert], list[Alert]]:
-    """Measure tonight's steps again, regressions and larger steps first, within the budget:
-    suspected ones (their change point `suspected`) and, where `confirming` can re-measure, the
-    ones the history decided tonight (see the module docstring). Returns the suspected alerts
-    confirmed and the alerts dropped. Each attempt is stored with its alert."""
-    started = time.monotonic()
-    confirmed, dropped = [], []
+    """Measure tonight's steps again within the budget: suspected ones (their change point
+    `suspected`) and, where `confirming` can re-measure, the ones the history decided tonight
+    (see the module docstring). A batch of rounds each, regressions and larger steps first,
+    before any step's next batch: a step one batch decides is not kept waiting behind a noisy
+    one that takes six. Returns the suspected alerts confirmed and the alerts dropped. Each
+    attempt is stored with its alert."""
+    if confirming.remeasure is None:  # the history's word stands; a suspect says why
+        for alert, _, cp in suspects:
+            alert.confirmation = stored(None, reason=NO_CONFIRM) if cp.suspected else alert.confirmation
+        return [], []
+    deadline = time.monotonic() + confirming.budget
     steps = [(alert, s, cp, _group(s, cp)) for alert, s, cp in suspects]
     shared = _Shared.of(confirming.remeasure, [(group, s.key.params_key) for _, s, _, group in steps])
-    for alert, s, cp, group in sorted(steps, key=lambda x: (not x[0].regression, -_size(x[2]))):
-        asked = "suspected" if cp.suspected else "decided"
-        batch, ready = shared[group].reader(s.key.params_key)
-        # out of time, a series still reads the rounds measured for its group
-        spent_all = confirming.budget - (time.monotonic() - started) <= 0 and not ready()
-        if not cp.suspected and (confirming.remeasure is None or spent_all):
-            continue  # not measured again: the history's word stands, as without confirmation
-        if confirming.remeasure is None or spent_all:
-            reason = NO_CONFIRM if confirming.remeasure is None else \
-                spent("confirmation", confirming.budget, "series")
-            alert.confirmation = stored(None, reason=reason, asked=asked)
-            continue
-        got, decision = looks(batch, cp, started + confirming.budget,
-                              min_step=settings.for_benchmark(s.benchmark).min_step, ready=ready)
-        if isinstance(got, str):  # why it cannot be measured again: said of a suspect (it stays one)
-            alert.confirmation = stored(None, reason=got, asked=asked) if cp.suspected else None
-            continue
-        alert.confirmation = stored(decision, got, asked=asked)
-        if decision.outcome is Outcome.CONFIRMED and cp.suspected:
-            alert.status = "open"
-            confirmed.append(alert)
-        elif decision.outcome is Outcome.DROPPED:
-            alert.status = "dropped"
-            dropped.append(alert)
-    return confirmed, dropped
+    measured = [(alert, cp, Look(*shared[group].reader(s.key.params_key), suspect=cp,
+                                 min_step=settings.for_benchmark(s.benchmark).min_step))
+                for alert, s, cp, group in sorted(steps, key=lambda x: (not x[0].regression, -_size(x[2])))]
+    pending = [look for _, _, look in measured]
+    while pending:
+        for look in pending:
+            look.next(deadline)
+        pending = [look for look in pending if not look.done]
+    outcomes = [(alert, cp, _record(alert, cp, look, confirming.budget)) for alert, cp, look in measured]
+    return ([alert for alert, cp, o in outcomes if o is Outcome.CONFIRMED and cp.suspected],
+            [alert for alert, _, o in outcomes if o is Outcome.DROPPED])
+
+
+def _record(alert: Alert, cp: ChangePoint, look: Look, budget: float) -> Outcome | None:
+    # Store what measuring `cp` again made of it with its alert, and mark the alert: a confirmed
+    # suspect opens, a dropped step drops. Returns the outcome (None: no decision).
+    asked = "suspected" if cp.suspected else "decided"
+    if look.got is None and not cp.suspected:  # out of time: the history's word stands
+        return None
+    if look.got is None or isinstance(look.got, str):  # not measured: a suspect says why
+        reason = look.got or spent("confirmation", budget, "series")
+        alert.confirmation = stored(None, reason=reason, asked=asked) if cp.suspected else None
+        return None
+    alert.confirmation = stored(look.decision, look.got, asked=asked)
+    if look.decision.outcome is Outcome.CONFIRMED and cp.suspected:
+        alert.status = "open"
+    elif look.decision.outcome is Outcome.DROPPED:
+        alert.status = "dropped"
+    return look.decision.outcome
 
 
 Group = tuple[str, str, str, str]  # what one re-measurement serves: machine, benchmark, commit before, commit after
@@ -333,31 +317,48 @@ class _Shared:
         return batch, ready
 
 
-def looks(batch: Callable[[float], Rounds | str], suspect: Suspect, deadline: float = math.inf, *,
-          min_step: float = 0.03, alpha: float = ALPHA,
-          ready: Callable[[], bool] = lambda: False) -> tuple[Rounds | str, Confirmation | None]:
-    """Decide `suspect` from a first batch of rounds (`batch(seconds left)`), and from all the
-    batches so far while they leave the interval too wide to decide, time is left before
-    `deadline` (`time.monotonic()`) or the next batch is `ready` (measured already, with another
-    series), and fewer than `LOOKS` were taken; each look at `alpha` / `LOOKS`. Returns the
-    rounds and the decision, or why the first batch could not be measured (and None)."""
-    got = batch(deadline - time.monotonic())
-    if isinstance(got, str):
-        return got, None
-    decision = decide(suspect, *got.paired(), min_step=min_step, alpha=alpha / LOOKS)
-    for _ in range(LOOKS - 1):
+class Look:
+    """One step's sequential decision, a batch of rounds at a time (`next`): from the first
+    batch (`batch(seconds left)`), and from all the batches so far while they leave the interval
+    too wide to decide, time is left before the deadline (`time.monotonic()`) or the next batch
+    is `ready` (measured already, with another series), and fewer than `LOOKS` were taken; each
+    look at `alpha` / `LOOKS`. `got`: the rounds so far, or why none could be measured (None:
+    none read); `decision`: the last one; `done`: no batch is to be read any more."""
+
+    def __init__(self, batch: Callable[[float], Rounds | str], ready: Callable[[], bool] = lambda: False, *,
+                 suspect: Suspect, min_step: float = 0.03, alpha: float = ALPHA) -> None:
+        self.batch, self.ready, self.suspect, self.min_step, self.alpha = batch, ready, suspect, min_step, alpha
+        self.got: Rounds | str | None = None
+        self.decision: Confirmation | None = None
+        self.done, self.taken = False, 0
+
+    def next(self, deadline: float, anyway: bool = False) -> None:
+        """Read the next batch and decide again, or find there is nothing more to read (no
+        time left and the batch not measured yet, unless `anyway`)."""
         left = deadline - time.monotonic()
-        if decision.reason is not Reason.WIDE or got.stopped != "rounds":
-            break
-        if left <= 0 and not ready():  # too wide, and no time for another batch: the budget stopped it
-            got = replace(got, stopped="budget")
-            break
-        more = batch(left)
-        if isinstance(more, str):
-            break
-        got = got.then(more)
-        decision = decide(suspect, *got.paired(), min_step=min_step, alpha=alpha / LOOKS)
-    return got, decision
+        if left <= 0 and not self.ready() and not anyway:  # a wide decision says the budget stopped it
+            self.got = replace(self.got, stopped="budget") if isinstance(self.got, Rounds) else self.got
+            self.done = True
+            return
+        more = self.batch(left)
+        self.taken += 1
+        if isinstance(more, str):  # why it cannot be measured: kept where no round was measured yet
+            self.got, self.done = self.got or more, True
+            return
+        self.got = more if self.got is None else self.got.then(more)
+        self.decision = decide(self.suspect, *self.got.paired(), min_step=self.min_step, alpha=self.alpha / LOOKS)
+        self.done = self.decision.reason is not Reason.WIDE or self.got.stopped != "rounds" or self.taken >= LOOKS
+
+
+def looks(batch: Callable[[float], Rounds | str], suspect: Suspect, deadline: float = math.inf, *,
+          min_step: float = 0.03, alpha: float = ALPHA) -> tuple[Rounds | str, Confirmation | None]:
+    """`Look`'s decision of `suspect` read to its end, the first batch read whatever the time:
+    the rounds and the decision, or why the first batch could not be measured (and None)."""
+    look = Look(batch, suspect=suspect, min_step=min_step, alpha=alpha)
+    look.next(deadline, anyway=True)
+    while not look.done:
+        look.next(deadline)
+    return look.got, look.decision
 
 
 def answered(s: Series, alert: Alert, cp: ChangePoint) -> bool:

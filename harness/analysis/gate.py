@@ -1,5 +1,5 @@
 """The pull-request gate: the merge-base and the branch head measured in alternating rounds, every
-series judged by the re-measurement rules of the nightly check (`confirm.movement`).
+series judged by the re-measurement rules of the nightly check (`movement`).
 
 A series moved in its bad direction by at least its minimum step is a regression, in its good
 direction an improvement; no move of that size is "no change"; what the rounds cannot decide is
@@ -12,13 +12,13 @@ project's `significance` is the history detector's rank-test level). The exit st
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 from typing import Callable
 
-from proofbench.analysis.confirm import Movement, movement
 from proofbench.pipeline.remeasure import Remeasured, Target
 from proofbench.project import Thresholds
-from proofbench.stats import RoundRatio, round_ratio
+from proofbench.stats import MIN_ROUNDS, RoundRatio, round_ratio
 
 ALPHA = 0.05  # 1 - the confidence of the gate's intervals
 
@@ -30,6 +30,33 @@ class Verdict(enum.Enum):
     IMPROVEMENT = "improvement"
     NO_CHANGE = "no change"
     INCONCLUSIVE = "inconclusive"
+
+
+class Movement(enum.Enum):
+    """Which way a re-measured ratio moved, by the rules of the nightly check's confirmation
+    (`confirm.decide`) without a suspected direction: up or down by at least the minimum step,
+    no move of that size, or not decided."""
+
+    UP = "up"
+    DOWN = "down"
+    NONE = "none"
+    UNDECIDED = "undecided"
+
+
+def movement(ratio: RoundRatio, min_step: float = 0.03) -> Movement:
+    """The movement a pair of commits shows (after / before), with no step suspected in advance
+    (what the pull-request gate asks of every series): up or down when the interval excludes 1
+    and the estimate is at least `min_step` away from it; none when the whole interval lies
+    within 1 +- `min_step`; undecided otherwise, or with too few rounds."""
+    if ratio.rounds < MIN_ROUNDS or not math.isfinite(ratio.estimate):
+        return Movement.UNDECIDED
+    if ratio.low > 1.0 and ratio.estimate >= 1.0 + min_step:
+        return Movement.UP
+    if ratio.high < 1.0 and ratio.estimate <= 1.0 - min_step:
+        return Movement.DOWN
+    if 1.0 - min_step <= ratio.low and ratio.high <= 1.0 + min_step:
+        return Movement.NONE
+    return Movement.UNDECIDED
 
 
 @dataclass(frozen=True)
