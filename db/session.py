@@ -15,7 +15,7 @@ import sqlite3
 import time
 import warnings
 from pathlib import Path
-from urllib.parse import unquote_plus
+from urllib.parse import unquote_plus, urlencode
 
 from alembic import command
 from alembic.config import Config
@@ -132,7 +132,7 @@ def _named_file(parsed) -> Path | None:
 def _sqlite_engine(url: str, parsed, create: bool) -> Engine:
     named = _named_file(parsed)
     path = None if (parsed.database or "").startswith("file:") else named  # a plain path (a URI is opened as given)
-    read_only = _read_only_path(path)
+    read_only = _read_only_path(named)
     if read_only is None:
         if named is not None and not create and not named.exists():
             raise DatabaseError(f"{masked(url)}: no such database; nothing has been measured into it "
@@ -148,7 +148,10 @@ def _sqlite_engine(url: str, parsed, create: bool) -> Engine:
         return engine
     # Without a -shm file beside it no writer has the file open, and SQLite can read a WAL
     # database it cannot write only as immutable.
-    flags = "mode=ro" + ("" if Path(f"{read_only}-shm").exists() else "&immutable=1")
+    # A URI's other parameters (a VFS, a cache) are kept.
+    kept = {k: v for k, v in parsed.query.items() if k not in ("mode", "immutable", "uri")}
+    flags = urlencode({**kept, "mode": "ro", **({} if Path(f"{read_only}-shm").exists() else {"immutable": 1})},
+                      doseq=True)
     engine = create_engine(f"sqlite:///file:{read_only}?{flags}&uri=true")
     event.listen(engine, "connect", _sqlite_read_only)
     event.listen(engine, "begin", _sqlite_begin_reading)
@@ -253,7 +256,9 @@ def location(engine: Engine) -> str:
     """The database as its user named it (a read-only SQLite file by its path), password masked."""
     if read_only(engine):
         return f"sqlite:///{str(engine.url.database).removeprefix('file:')}"
-    return masked(engine.url.render_as_string(hide_password=False))
+    named = masked(engine.url.render_as_string(hide_password=False))
+    # SQLAlchemy escapes the colon of a SQLite URI's `file:`; the user typed it plain
+    return named.replace(":///file%3A", ":///file:", 1) if engine.url.get_backend_name() == "sqlite" else named
 
 
 def nothing_measured(where: str, doing: str) -> str:

@@ -378,6 +378,13 @@ def test_a_database_with_no_results_is_an_error_never_a_pass(sqlite_url, capsys)
                                                     "`proofbench run` or `history`; or --db names another database)")
 
 
+def test_an_empty_database_named_by_a_sqlite_uri_is_named_as_typed(sqlite_url, capsys):
+    History(sqlite_url)
+    uri = f"sqlite:///file:{sqlite_url.removeprefix('sqlite:///')}?uri=true"
+    status, report = check_json(uri, capsys)
+    assert status == 2 and report["error"].startswith(f"{uri}: the database holds no results")
+
+
 def test_run_check_rejects_an_unknown_fail_on(step):
     from proofbench.errors import InputError
 

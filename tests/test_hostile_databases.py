@@ -116,6 +116,12 @@ def test_reading_commands_work_on_a_database_they_may_not_write(site_db, tmp_pat
             done = _cli(prefix, *(a.format(out=tmp_path / "site") for a in argv), "--db", url, cwd=tmp_path)
             expected = 1 if name.startswith("check") else 0  # the database holds a regression
             assert done.returncode == expected and "Traceback" not in done.stderr, (name, done.stderr)
+        for uri in (f"sqlite:///file:{db}?uri=true", f"sqlite:///file://{db}?uri=true&cache=private"):
+            done = _cli(prefix, *READING["check"], "--db", uri, cwd=tmp_path)  # read-only too, as named
+            assert done.returncode == 1 and done.stdout.splitlines()[-1] == found, (uri, done.stderr)
+            done = _cli(prefix, *WRITING["check"], "--db", uri, cwd=tmp_path)
+            assert done.returncode == 2 and one_line(done.stderr) == f"proofbench: {uri}: cannot write the database " \
+                "(no write permission on the file or its directory)", done.stderr
         assert (tmp_path / "site" / "index.html").is_file()
         # the same check as on a writable copy, the regressions included
         again = _cli(prefix, *READING["check"], "--db", url, cwd=tmp_path).stdout
