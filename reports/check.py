@@ -55,10 +55,13 @@ def _heading(report) -> str:
     unchecked = (f" ({report.unchecked} series with no result on {report.branch}'s first-parent history not "
                  f"checked: ingest their results with --repo of their repository, or check them apart)"
                  if report.unchecked else "")
-    idle = "".join(f"\nrule {p!r} of the project file matched none of these series (a rule's pattern is a "
-                   f"shell-style wildcard, as `*.time_call`, not a regular expression)" for p in report.unmatched_rules)
-    return (f"proofbench check: branch {report.branch}{since}, {report.series} series{order}{unchecked}, "
-            f"{previous}{idle}")
+    return f"proofbench check: branch {report.branch}{since}, {report.series} series{order}{unchecked}, {previous}"
+
+
+def _idle(report) -> list[str]:
+    # the project file's rules that matched no series, each a line, the pattern as typed
+    return [f"rule '{p}' of the project file matched none of these series (a rule's pattern is a shell-style "
+            f"wildcard, as `*.time_call`, not a regular expression)" for p in report.unmatched_rules]
 
 
 def _totals(report) -> str:
@@ -143,7 +146,7 @@ def answer(a: dict | None) -> str:
 
 def text(report) -> str:
     """The terminal report: one block per alert, new ones first."""
-    lines, split = [_heading(report)], versioned(report.findings)
+    lines, split = [_heading(report), *_idle(report)], versioned(report.findings)
     for f in report.findings:
         lines.append(f"{f.state.upper():9} {f.kind:11} {_alert(f)}{_series(f, split)}")
         place = (f"position {f.commit.position}" if f.commit.position is not None
@@ -183,7 +186,8 @@ def _cell(value: str) -> str:
 
 def markdown(report) -> str:
     """The report as a Markdown table, for a pull request or an issue comment."""
-    lines, split = [f"### {_cell(_heading(report))}", "", _totals(report), ""], versioned(report.findings)
+    lines, split = [f"### {_cell(_heading(report))}", "", *(f"{_cell(line)}  " for line in _idle(report)),
+                    _totals(report), ""], versioned(report.findings)
     if report.findings:
         lines += ["| state | kind | series | commit | before | after | ratio | p | notes |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]

@@ -43,10 +43,19 @@ def text(report: GateReport) -> str:
     return "\n".join(lines)
 
 
+def _status(report: GateReport) -> str:
+    # the comment's headline: no "no regression" where some series could not be decided
+    if report.exit_code:
+        return "regression"
+    unsure = report.count(Verdict.INCONCLUSIVE)
+    if unsure and unsure == len(report.series):
+        return "inconclusive (no series could be decided)"
+    return f"no regression shown, {unsure} of {len(report.series)} series inconclusive" if unsure else "no regression"
+
+
 def markdown(report: GateReport) -> str:
     """A comment for the pull request: the verdict, then a table of every series that moved."""
-    status = "regression" if report.exit_code else "no regression"
-    lines = [f"### proofbench: {status}", "", _heading(report), "", _totals(report), ""]
+    lines = [f"### proofbench: {_status(report)}", "", _heading(report), "", _totals(report), ""]
     moved = [s for s in report.series if s.verdict is not Verdict.NO_CHANGE]
     if moved:
         lines += ["| verdict | series | head / base [95% CI] |", "| --- | --- | --- |"]
@@ -70,3 +79,13 @@ def to_json(report: GateReport) -> dict:
                               "high": _number(s.ratio.high), "p_value": _number(s.ratio.p_value),
                               "rounds": s.ratio.rounds}} for s in report.series],
     }
+
+
+def error_json(message: str, exit_code: int = 2) -> dict:
+    """The JSON a failed gate prints (exit status 2, or 3 for an internal error): an object still."""
+    return {"format": FORMAT, "version": FORMAT_VERSION, "status": "error", "exit_code": exit_code, "error": message}
+
+
+def error_markdown(message: str, exit_code: int = 2) -> str:
+    """The Markdown a failed gate prints: a comment that says it failed, not nothing."""
+    return f"**proofbench gate failed** (exit status {exit_code}): {message}"

@@ -257,7 +257,7 @@ def test_errors_exit_2_and_still_print_json(step, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["gate", "main", "--rounds", "0"], "--rounds must be at least 1, got 0"),
+    (["gate", "main", "--rounds", "2"], "--rounds must be at least 3 (fewer alternating rounds decide nothing), got 2"),
     (["gate", "main", "--budget", "nan"], "--budget must be a number of seconds, 0 or more, got nan"),
     (["gate", "main", "--budget", "-1"], "--budget must be a number of seconds, 0 or more, got -1"),
     (["bisect", "1", "--budget", "nan"], "--budget must be a positive number of seconds, got nan"),
@@ -538,7 +538,13 @@ def test_a_rule_whose_pattern_matches_no_series_is_named(sqlite_url, capsys, tmp
         fh.write('\n[check]\n[[check.rule]]\npattern = "^loading\\\\..*$"\nmin_step = 0.5\n')
     capsys.readouterr()
     assert cli.main(["check", "--no-git", "--no-record", "--project", str(project), "--db", sqlite_url]) == 0
-    assert "rule '^loading\\\\..*$' of the project file matched none of these series" in capsys.readouterr().out
+    heading, idle = capsys.readouterr().out.splitlines()[:2]
+    assert idle.startswith("rule '^loading\\..*$' of the project file matched none of these series")  # as typed
+    args = ["check", "--no-git", "--no-record", "--format", "markdown", "--project", str(project), "--db", sqlite_url]
+    assert cli.main(args) == 0
+    heading, blank, idle = capsys.readouterr().out.splitlines()[:3]
+    assert heading.startswith("### proofbench check: ") and "rule" not in heading and not blank
+    assert idle.startswith("rule '^loading\\..*$' of the project file matched none")  # a line of its own
 
 
 def test_a_check_of_one_branch_leaves_another_branchs_suspects_and_since_bounds_the_drops(sqlite_url, capsys):

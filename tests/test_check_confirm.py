@@ -663,3 +663,42 @@ def test_a_bisection_budget_of_nothing_says_there_was_no_time(sqlite_url):
     asked = []
     report = _check(h, None, bisect=lambda session, alert, seconds: asked.append(alert), bisect_budget=0)
     assert asked == [] and report.findings[0].bisection == {"error": "the bisection budget is 0 s: no time to measure"}
+
+
+def test_a_series_is_measured_again_with_the_profile_its_newest_result_was_measured_with(sqlite_url, monkeypatch):
+    # A history run at --profile smoke was measured again at the project's default profile (other
+    # sizes: asv selected no benchmark, and the suspect showed asv's whole log). Without
+    # --profile, each series is measured again, and bisected, at the profile it was measured with.
+    import argparse
+
+    from proofbench.analysis.series import measured_with
+    from proofbench.cli import check as check_command
+    from proofbench.db.models import Result
+    from proofbench.errors import InputError, RunError
+
+    h = History(sqlite_url)
+    h.nights(0, 3, {TIME: 1.0e-3, RATE: 1000.0})
+    with Session(h.engine) as session, session.begin():
+        session.execute(update(Result).values(profile="quick"))
+        newest = session.scalar(select(Result.id).where(Result.benchmark_id == 1).order_by(Result.id.desc()))
+        session.execute(update(Result).where(Result.id == newest).values(profile="smoke"))
+    with Session(h.engine) as session:
+        stored = measured_with(session)
+        assert stored == {("box", TIME, KEYS[0]): "smoke", ("box", RATE, KEYS[0]): "quick"}
+        assert measured_with(session, "box", RATE) == {("box", RATE, KEYS[0]): "quick"}
+        assert measured_with(session, "other") == {}
+
+    def bench(found, profile, machine):
+        raise InputError(f"asked for the suite at {profile}")
+
+    monkeypatch.setattr("proofbench.cli.common.bench", bench)
+    monkeypatch.setattr("proofbench.machine.capture.capture", lambda: BOX)
+    for given, expected in ((None, "smoke"), ("full", "full")):
+        args = argparse.Namespace(profile=given, confirm_rounds=6, confirm_budget=60.0, bisect_budget=60.0,
+                                  no_confirm=False, bisect=True)
+        confirming = check_command._confirming(args, object(), stored if given is None else {})
+        told = confirming.remeasure("box", TIME, (KEYS[0],), _hash(0), _hash(2), 60.0)
+        assert told == f"cannot measure here: asked for the suite at {expected}"
+        alert = SimpleNamespace(machine=BOX, benchmark=SimpleNamespace(name=TIME), params_key=KEYS[0])
+        with pytest.raises(RunError, match=f"at {expected}$"):
+            confirming.bisect(None, alert, 60.0)

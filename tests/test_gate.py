@@ -61,3 +61,38 @@ def test_the_gate_help_says_what_each_format_is_for(capsys):
     assert done.value.code == 0
     assert ("--format {text,markdown,json} text (default), markdown (a comment for the pull request) or json "
             "(a versioned document)") in shown, shown
+
+
+def test_the_comment_says_no_regression_only_where_every_series_was_decided():
+    from proofbench.reports.gate import markdown
+
+    def headline(report) -> str:
+        return markdown(report).splitlines()[0]
+
+    assert headline(_judge(_measured({TIME: 1.10}))) == "### proofbench: regression"
+    assert headline(_judge(_measured({TIME: 1.005}, noise=0.002))) == "### proofbench: no regression"
+    assert headline(_judge(_measured({TIME: 1.10}, rounds=2))) == \
+        "### proofbench: inconclusive (no series could be decided)"
+    some = _judge(_measured({TIME: 1.0, RATE: 1.025}, rounds=8, noise=0.01, seed=1))  # a 2.5% rise: undecided
+    assert [s.verdict for s in some.series] == [Verdict.NO_CHANGE, Verdict.INCONCLUSIVE]
+    assert headline(some) == "### proofbench: no regression shown, 1 of 2 series inconclusive"
+
+
+@pytest.mark.parametrize("fmt", ["json", "markdown", "text"])
+def test_a_gate_that_cannot_run_still_answers_in_its_format(fmt, capsys, tmp_path, monkeypatch):
+    import json
+
+    from proofbench.cli import main
+
+    monkeypatch.chdir(tmp_path)  # no project file here
+    assert main(["gate", "main", "--rounds", "2", "--format", fmt]) == 2
+    out, err = capsys.readouterr()
+    assert "--rounds must be at least 3 (fewer alternating rounds decide nothing), got 2" in err
+    if fmt == "json":
+        assert json.loads(out) == {"format": "proofbench-gate", "version": 1, "status": "error", "exit_code": 2,
+                                   "error": "--rounds must be at least 3 (fewer alternating rounds decide nothing), "
+                                            "got 2"}
+    elif fmt == "markdown":
+        assert out.startswith("**proofbench gate failed** (exit status 2): --rounds must be at least 3")
+    else:
+        assert out == ""

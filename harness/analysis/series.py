@@ -185,3 +185,18 @@ def _group(rows, commits: dict[int, CommitRef]) -> Iterator[tuple[SeriesKey, tup
             points.append(_point(status, value, samples, commits[commit_id]))
     if points:
         yield current, tuple(sorted(points, key=lambda p: p.commit.rank))
+
+
+
+def measured_with(session: Session, machine: str | None = None,
+                  benchmark: str | None = None) -> dict[tuple[str, str, str], str]:
+    """The profile each series' newest result was measured with (what measuring it again should
+    use), by (machine, benchmark, parameter key); only `machine`'s and `benchmark`'s where given."""
+    newest = select(func.max(Result.id)).where(Result.profile.is_not(None)) \
+        .group_by(Result.machine_id, Result.benchmark_id, Result.params_key)
+    query = select(Machine.name, Benchmark.name, Result.params_key, Result.profile) \
+        .join(Machine, Result.machine_id == Machine.id).join(Benchmark, Result.benchmark_id == Benchmark.id) \
+        .where(Result.id.in_(newest))
+    query = query.where(Machine.name == machine) if machine is not None else query
+    query = query.where(Benchmark.name == benchmark) if benchmark is not None else query
+    return {(m, b, key): profile for m, b, key, profile in session.execute(query)}

@@ -16,7 +16,8 @@ def add_parser(sub) -> None:
     parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                         help="most seconds to measure for (default: no bound); where it runs out the bisection "
                         "gives the range it narrowed the step to, if its check holds")
-    parser.add_argument("--profile", default=None, help="the profile the commits are measured with")
+    parser.add_argument("--profile", default=None, help="the profile the commits are measured with (default: the "
+                        "one the alert's series was measured with)")
     add_db_option(parser)
     parser.set_defaults(handler=handle)
 
@@ -25,6 +26,7 @@ def handle(args: argparse.Namespace) -> int:
     from sqlalchemy.orm import Session
 
     from proofbench.analysis import bisect
+    from proofbench.analysis.series import measured_with
     from proofbench.db.alerts import find
     from proofbench.errors import InputError
     from proofbench.reports import alerts as shown
@@ -34,9 +36,10 @@ def handle(args: argparse.Namespace) -> int:
     if args.budget is not None and not args.budget > 0:
         raise InputError(f"--budget must be a positive number of seconds, got {args.budget:g}")
     found = project(args)
-    ready = bench(found, args.profile)
     with Session(engine(args, found, create=False)) as session, session.begin():
         alert = find(session, args.id)
+        ready = bench(found, args.profile or measured_with(session, alert.machine.name, alert.benchmark.name).get(
+            (alert.machine.name, alert.benchmark.name, alert.params_key)))
         say(f"bisecting alert {alert.id}: {alert.benchmark.name} between "
             f"{alert.previous_commit.hash[:8] if alert.previous_commit else 'the start'} and {alert.commit.hash[:8]}")
         bisect.locate(session, alert, ready, tries=args.tries, budget=args.budget)

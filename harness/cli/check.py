@@ -8,11 +8,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import json
 from pathlib import Path
 
 from proofbench.analysis.budget import BISECT_BUDGET, CONFIRM_BUDGET, Pace
-from proofbench.cli.common import add_db_option, engine, error_line, optional_project
+from proofbench.cli.common import add_db_option, answer, engine, failure, optional_project
 
 FORMATS = ("text", "json", "markdown")
 
@@ -45,8 +44,8 @@ def add_parser(sub) -> None:
                         help=f"most seconds spent bisecting new regressions, larger steps first (default "
                         f"{BISECT_BUDGET:g}); where it runs out a bisection gives the range it narrowed the step to, "
                         "if its check holds")
-    parser.add_argument("--profile", default=None, help="the profile re-measurements run with (default: the "
-                        "project's default)")
+    parser.add_argument("--profile", default=None, help="the profile re-measurements and bisections run with "
+                        "(default: the one each series' newest result was measured with)")
     parser.add_argument("--markdown-out", type=Path, default=None, metavar="PATH",
                         help="also write this check's Markdown view to PATH (a nightly job's summary beside its "
                         "JSON, from one check: each suspected step measured once)")
@@ -74,24 +73,16 @@ def handle(args: argparse.Namespace) -> int:
         report = check.run_check(db, branch, since=args.since, repo=None if args.no_git else repo,
                                  record=not args.no_record, fail_on=args.fail_on,
                                  settings=found.check if found is not None else None,
-                                 confirming=_confirming(args, found))
+                                 confirming=_confirming(args, found, _measured_with(args, db)))
         if args.markdown_out is not None:
             _write(args.markdown_out, shown.markdown(report) + "\n")
     except Exception as exc:
-        code, line = exc.exit_code if isinstance(exc, ProofbenchError) else 3, error_line(exc, args)
+        code, line = failure(exc, args, shown)
         if claimed:  # a job publishing the file must not publish an earlier night's check as tonight's
             with contextlib.suppress(ProofbenchError):
                 _write(args.markdown_out, shown.error_markdown(line, exit_code=code) + "\n")
-        if args.format == "json":
-            print(json.dumps(shown.error_json(line, exit_code=code), indent=2))
-        elif args.format == "markdown":  # a job posting the printed view posts the failure, not nothing
-            print(shown.error_markdown(line, exit_code=code))
         raise
-    if args.format == "json":
-        print(json.dumps(shown.to_json(report), indent=2))
-    else:
-        print(shown.markdown(report) if args.format == "markdown" else shown.text(report))
-    return report.exit_code
+    return answer(report, args, shown)
 
 
 def _write(path: Path, text: str) -> None:
@@ -105,9 +96,23 @@ def _write(path: Path, text: str) -> None:
         raise InputError(f"--markdown-out {path}: cannot write: {exc.strerror}") from None
 
 
-def _confirming(args: argparse.Namespace, found):
+def _measured_with(args: argparse.Namespace, db) -> dict[tuple[str, str, str], str]:
+    # the profile each series was measured with, where it may be measured again without --profile
+    # (read before the check, whose session holds the database's write lock)
+    from sqlalchemy.orm import Session
+
+    from proofbench.analysis.series import measured_with
+
+    if args.profile is not None or (args.no_confirm and not args.bisect):
+        return {}
+    with Session(db) as session:
+        return measured_with(session)
+
+
+def _confirming(args: argparse.Namespace, found, stored: dict[tuple[str, str, str], str]):
     # How suspected steps are measured again (and new regressions bisected): on this machine,
-    # with the project's suite and repository; where either is missing each suspect says why.
+    # with the project's suite and repository, at --profile, else the profile each series was
+    # measured with (`stored`); where either is missing each suspect says why.
     from proofbench.analysis import bisect
     from proofbench.analysis.confirm import Confirming, Rounds
     from proofbench.cli.common import bench
@@ -124,19 +129,23 @@ def _confirming(args: argparse.Namespace, found):
         return capture()
 
     @functools.cache
-    def suite():  # the suite, made the first time a suspect of this machine needs it
+    def suite(profile: str | None):  # the suite at a profile, made the first time a suspect needs it
         if found is None:
             return "no proofbench.toml here: no suite to measure"
         try:
-            return bench(found, args.profile, here())
+            return bench(found, profile, here())
         except (InputError, RunError) as exc:
             return f"cannot measure here: {exc}"
+
+    def profile_of(machine: str, benchmark: str, keys: tuple[str, ...]) -> str | None:
+        return args.profile or next((stored[machine, benchmark, k] for k in keys if (machine, benchmark, k) in stored),
+                                    None)
 
     def remeasure(machine: str, benchmark: str, keys: tuple[str, ...], before: str, after: str, budget: float):
         if machine != here().name:
             return (f"measured on machine {machine!r}; only this machine's ({here().name!r}) series are measured "
                     f"again here")
-        ready = suite()
+        ready = suite(profile_of(machine, benchmark, keys))
         if isinstance(ready, str):
             return ready
         targets = [Target.of(benchmark, key) for key in keys]
@@ -150,7 +159,7 @@ def _confirming(args: argparse.Namespace, found):
     paces: dict[str, Pace] = {}  # a benchmark's, for all its bisections tonight: a build one saw, the next may not
 
     def locate(session, alert, seconds):
-        ready = suite()
+        ready = suite(profile_of(alert.machine.name, alert.benchmark.name, (alert.params_key,)))
         if isinstance(ready, str):
             raise RunError(ready)
         return bisect.locate(session, alert, ready, budget=seconds, pace=paces.setdefault(alert.benchmark.name, Pace()))

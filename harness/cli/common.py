@@ -84,6 +84,34 @@ def error_line(exc: BaseException, args: argparse.Namespace) -> str:
     return visible(text)
 
 
+def failure(exc: BaseException, args: argparse.Namespace, shown) -> tuple[int, str]:
+    """A failed command's exit code and line, printed in the format asked for (`args.format`;
+    `shown`: the command's report module, with `error_json` and `error_markdown`): a bot reading
+    the JSON, or a job posting the Markdown, gets the failure, not nothing."""
+    import json
+
+    from proofbench.errors import ProofbenchError
+
+    code, line = exc.exit_code if isinstance(exc, ProofbenchError) else 3, error_line(exc, args)
+    if args.format == "json":
+        print(json.dumps(shown.error_json(line, exit_code=code), indent=2))
+    elif args.format == "markdown":
+        print(shown.error_markdown(line, exit_code=code))
+    return code, line
+
+
+def answer(report, args: argparse.Namespace, shown) -> int:
+    """Print `report` in the format asked for (`shown`: its report module, with `to_json`,
+    `markdown` and `text`); returns its exit code."""
+    import json
+
+    if args.format == "json":
+        print(json.dumps(shown.to_json(report), indent=2))
+    else:
+        print(shown.markdown(report) if args.format == "markdown" else shown.text(report))
+    return report.exit_code
+
+
 def show_ingest(report) -> int:
     """Print an ingest's outcome; 2 when a file was refused (each named on stderr)."""
     import sys

@@ -4,9 +4,8 @@ unit), each series judged by the nightly check's re-measurement rules. Exit 1 on
 from __future__ import annotations
 
 import argparse
-import json
 
-from proofbench.cli.common import add_profile_option, add_project_option, project, regenerate, say
+from proofbench.cli.common import add_profile_option, add_project_option, answer, failure, project, regenerate, say
 
 FORMATS = ("text", "markdown", "json")
 
@@ -28,6 +27,18 @@ def add_parser(sub) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from proofbench.reports import gate as shown
+
+    try:
+        report = _measure(args)
+    except Exception as exc:
+        failure(exc, args, shown)
+        raise
+    return answer(report, args, shown)
+
+
+def _measure(args: argparse.Namespace):
+    # the gate's answer: both commits measured in alternating rounds, each series judged
     from proofbench import git
     from proofbench.analysis.gate import judge
     from proofbench.catalogue import load_catalogue
@@ -37,10 +48,11 @@ def handle(args: argparse.Namespace) -> int:
     from proofbench.pipeline.asv import Layout
     from proofbench.pipeline.generate import benchmark_index
     from proofbench.profile import get_profile
-    from proofbench.reports import gate as shown
+    from proofbench.stats import MIN_ROUNDS
 
-    if args.rounds < 1:
-        raise InputError(f"--rounds must be at least 1, got {args.rounds}")
+    if args.rounds < MIN_ROUNDS:
+        raise InputError(f"--rounds must be at least {MIN_ROUNDS} (fewer alternating rounds decide nothing), "
+                         f"got {args.rounds}")
     if args.budget is not None and not args.budget >= 0:  # NaN is not >= 0 either
         raise InputError(f"--budget must be a number of seconds, 0 or more, got {args.budget:g}")
     found = project(args)
@@ -62,10 +74,5 @@ def handle(args: argparse.Namespace) -> int:
     measured = remeasure.alternate(layout, repo, history.default_branch(layout, repo), (base, head), None,
                                    profile, capture(), rounds=args.rounds, budget=args.budget,
                                    bench=args.bench or profile.bench or None)
-    report = judge(measured, base, head, found.check.for_benchmark,
-                   lambda t: bool(index[t.benchmark].metric.higher_is_better) if t.benchmark in index else False)
-    if args.format == "json":
-        print(json.dumps(shown.to_json(report), indent=2))
-    else:
-        print(shown.markdown(report) if args.format == "markdown" else shown.text(report))
-    return report.exit_code
+    return judge(measured, base, head, found.check.for_benchmark,
+                 lambda t: bool(index[t.benchmark].metric.higher_is_better) if t.benchmark in index else False)
