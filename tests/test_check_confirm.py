@@ -702,3 +702,11 @@ def test_a_series_is_measured_again_with_the_profile_its_newest_result_was_measu
         alert = SimpleNamespace(machine=BOX, benchmark=SimpleNamespace(name=TIME), params_key=KEYS[0])
         with pytest.raises(RunError, match=f"at {expected}$"):
             confirming.bisect(None, alert, 60.0)
+
+
+def test_why_a_re_measurement_failed_is_one_line_ending_with_what_asv_said_last():
+    from proofbench.cli.check import _one_line
+
+    log = "asv run over the range failed:\n· Creating environments\n·· Building e54d9bb1\n· No benchmarks selected\n"
+    assert _one_line(log) == "asv run over the range failed; asv's last line: No benchmarks selected"
+    assert _one_line("the benchmark crashed") == "the benchmark crashed"
