@@ -72,6 +72,21 @@ def test_history_with_no_commits_since_a_date_says_how_git_read_it(repo):
         history.commits(repo, "main", "HASHFILE: ")
 
 
+@pytest.mark.parametrize("since, message", [
+    ("2026-13-45", "--since '2026-13-45' is not a date (month must be in 1..12; expected YYYY-MM-DD)"),
+    ("2026-02-30", "--since '2026-02-30' is not a date (day is out of range for month; expected YYYY-MM-DD)"),
+    ("", "--since '' names no date (expected a date, YYYY-MM-DD, or git's '7 days ago')"),
+])
+def test_a_since_written_as_a_date_must_be_one(repo, since, message):
+    # git reads 2026-13-45 as some other moment and '' as no bound, and the history measured the
+    # whole branch without a word
+    from proofbench.pipeline import history
+
+    with pytest.raises(InputError) as raised:
+        history.commits(repo, "main", since=since)
+    assert str(raised.value) == message
+
+
 def test_init_adds_what_proofbench_writes_to_gitignore_once(repo):
     from proofbench.pipeline.scaffold import init
 

@@ -32,6 +32,7 @@ build command: point proofbench only at repositories whose code you would run.
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import re
@@ -104,6 +105,7 @@ def commits(repo: Path, branch: str, spec: str | None = None, since: str | None 
     """The commits of `spec` (`A..B`, a revision and its history, or as asv takes them
     `HASHFILE:PATH`, a file of revisions one a line; default: the branch), committed at or after
     `since`, oldest first, on `branch`'s first-parent history."""
+    _check_since(since)
     first_parents = git.first_parent(repo, branch)
     on_branch = set(first_parents)
     if spec and spec.startswith(HASHFILE):
@@ -122,6 +124,20 @@ def commits(repo: Path, branch: str, spec: str | None = None, since: str | None 
         raise InputError(f"{repo}: commit {stray[0][:8]} of {spec or branch!r} is not on {branch}'s first-parent "
                          f"history (series follow one branch; pass --branch)")
     return found
+
+
+def _check_since(since: str | None) -> None:
+    # git reads what it cannot parse as a date without a word (2026-13-45 read as some other
+    # moment, '' as no bound): a date written as one must be one
+    if since is None:
+        return
+    if not since.strip():
+        raise InputError("--since '' names no date (expected a date, YYYY-MM-DD, or git's '7 days ago')")
+    if re.fullmatch(r"\d{4}-\d{1,2}-\d{1,2}", since.strip()):
+        try:
+            dt.date(*map(int, since.strip().split("-")))
+        except ValueError as exc:
+            raise InputError(f"--since {since!r} is not a date ({exc}; expected YYYY-MM-DD)") from None
 
 
 def _since_read(repo: Path, since: str) -> str:
