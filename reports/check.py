@@ -151,7 +151,7 @@ def text(report) -> str:
         lines.append(f"{f.state.upper():9} {f.kind:11} {_alert(f)}{_series(f, split)}")
         place = (f"position {f.commit.position}" if f.commit.position is not None
                  else f"commit #{f.commit.rank + 1} by date")
-        lines.append(f"    starts {where(f.commit, f.previous)} {f.commit.subject!r} ({place}); {_change(f)}")
+        lines.append(f"    starts {_starts(f)} ({place}); {_change(f)}")
         if f.resolved_at:
             lines.append(f"    level back {where(f.resolved_at, f.resolved_after)} {f.resolved_at.subject!r}")
         lines += [f"    {line}" for line in notes(f)]
@@ -202,7 +202,18 @@ def markdown(report) -> str:
 
 def _commit_cell(f: Finding) -> str:
     # the Markdown commit cell: where the step lies, and the commit's subject line
-    return f"{where(f.commit, f.previous, '`')} {f.commit.subject}"
+    return _starts(f, "`", quote=False)
+
+
+def _starts(f: Finding, tick: str = "", quote: bool = True) -> str:
+    # where the step starts and its commit's subject line: the first bad commit where bisection
+    # named it, with the measured range it lies in ("at X" alone where that holds one commit)
+    said = repr if quote else str
+    if f.culprit is None:
+        return f"{where(f.commit, f.previous, tick)} {said(f.commit.subject)}"
+    within = where(f.commit, f.previous, tick)
+    within = "" if within.startswith("at ") else f", {within.removeprefix('in ')}"
+    return f"at {tick}{f.culprit.short}{tick} {said(f.culprit.subject)} (bisected{within})"
 
 
 def _commit_json(ref: CommitRef | None) -> dict | None:

@@ -525,6 +525,26 @@ def test_the_bisect_command_lists_every_measurement_and_the_check():
     assert len(lines) == 6 and all(line.split() == ["aaaaaaaa", "1", "ms", "before"] for line in lines[:2] + lines[4:])
 
 
+def test_the_check_says_where_a_bisected_step_starts_by_its_culprit_within_the_measured_range():
+    # The culprit lies among commits no run measured: the alert stays at the first measured one,
+    # and the check's line said only that range, where `alerts list` named the culprit.
+    from proofbench.analysis.series import CommitRef
+    from proofbench.reports.check import _starts
+
+    def ref(position: int, subject: str) -> CommitRef:
+        return CommitRef(position, _hash(position), subject, position, None, None, position)
+
+    f = SimpleNamespace(commit=ref(8, "Docs 8"), previous=ref(5, "Docs 5"), culprit=ref(7, "Count it twice"))
+    assert _starts(f) == f"at {_hash(7)[:8]} 'Count it twice' (bisected, one of 3 commits after {_hash(5)[:8]}, " \
+        f"up to {_hash(8)[:8]})"
+    assert _starts(f, "`", quote=False).startswith(f"at `{_hash(7)[:8]}` Count it twice (bisected, one of 3")
+    culprit = ref(7, "Count it twice")
+    measured = SimpleNamespace(commit=culprit, previous=ref(6, "Docs 6"), culprit=culprit)
+    assert _starts(measured) == f"at {_hash(7)[:8]} 'Count it twice' (bisected)"
+    assert _starts(SimpleNamespace(commit=ref(8, "Docs 8"), previous=ref(5, "Docs 5"), culprit=None)) == \
+        f"in one of 3 commits after {_hash(5)[:8]}, up to {_hash(8)[:8]} 'Docs 8'"
+
+
 def test_alerts_list_names_the_culprit_bisection_found_not_the_commit_the_history_measured():
     # A range measured every 4th commit: bisection names commit 9, which the history never
     # measured, so the alert stays at 11, the first commit measured at the new level. The list
