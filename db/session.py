@@ -135,7 +135,8 @@ def _sqlite_engine(url: str, parsed, create: bool) -> Engine:
     read_only = _read_only_path(named)
     if read_only is None:
         if named is not None and not create and not named.exists():
-            raise DatabaseError(f"{masked(url)}: no such database; nothing has been measured into it "
+            full = "" if named.is_absolute() else f" ({named.absolute()}: a relative path is read from here)"
+            raise DatabaseError(f"{masked(url)}: no such database{full}; nothing has been measured into it "
                                 f"(`proofbench run`, `history` or `ingest` make it; is the path right?)")
         if path is not None:
             try:

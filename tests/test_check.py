@@ -353,6 +353,14 @@ def test_a_mistyped_database_path_is_an_error_never_an_empty_database_that_passe
     assert not missing.parent.exists()
 
 
+def test_a_missing_database_named_by_a_relative_path_says_where_it_was_looked_for(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # --db is read from the working directory, not the project's
+    status, report = check_json("sqlite:///.proofbench/proofbench.sqlite", capsys)
+    assert status == 2 and report["error"].startswith(
+        f"sqlite:///.proofbench/proofbench.sqlite: no such database ({tmp_path}/.proofbench/proofbench.sqlite: a "
+        f"relative path is read from here); nothing has been measured into it")
+
+
 @pytest.mark.parametrize("form", ["file:{path}", "file://{path}", "file://localhost{path}"])
 def test_a_mistyped_path_in_a_sqlite_uri_is_an_error_too(form, capsys, tmp_path):
     # SQLite would make the file it is asked to open: an empty database, and nothing wrong found
