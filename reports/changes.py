@@ -42,11 +42,13 @@ class Step:
     open: bool
     note: str = ""  # a stored alert's re-measurement, bisection and answer, in words
     weak: bool = False  # found by the detector's sensitive pass only: shown, never open
+    suspected: bool = False  # a stored alert the check suspects, not confirmed yet: shown, never open
 
     @property
     def mark(self) -> str:
-        """How the chart marks it: regression, improvement, or weak (either way)."""
-        return "weak" if self.weak else "regression" if self.regression else "improvement"
+        """How the chart marks it: regression, improvement, or weak (either way; a suspected
+        step too: not alerted)."""
+        return "weak" if self.weak or self.suspected else "regression" if self.regression else "improvement"
 
     @property
     def change(self) -> float:
@@ -179,14 +181,15 @@ def stored(session: Session, rank: dict[int, int]) -> tuple[CheckInfo, dict[tupl
     if last is None:
         return None
     steps: dict[tuple, list[Step]] = {}
-    for a in session.scalars(select(Alert).where(Alert.status.in_(("open", "resolved"))).order_by(Alert.id)):
-        if a.commit_id not in rank:  # (suspected and dropped steps are the check's business, not a chart's)
+    for a in session.scalars(select(Alert).where(Alert.status.in_(("open", "resolved", "suspected")))
+                             .order_by(Alert.id)):
+        if a.commit_id not in rank:  # (dropped steps are the check's business, not a chart's)
             continue
         here = rank[a.commit_id]
         previous = rank.get(a.previous_commit_id, max(here - 1, 0))
         steps.setdefault((a.machine_id, a.environment_id, a.benchmark_id, a.params_key), []).append(
             Step(here, previous, a.before, a.after, a.p_value, a.regression, a.regression and a.status == "open",
-                 _note(a)))
+                 _note(a), suspected=a.status == "suspected"))
     for found in steps.values():
         found.sort(key=lambda s: s.rank)
     return CheckInfo(last.id, last.started_at, last.branch), steps

@@ -200,8 +200,9 @@ def assemble(data: _Read, writer: SiteWriter) -> Site:
 
 def _regressions(notes: list[ChangeNote]) -> dict[str, list[ChangeNote]]:
     newest = sorted(notes, key=lambda n: (-n.step.rank, n.subject, n.machine, n.variant))
-    decided = [n for n in newest if not n.step.weak]
+    decided = [n for n in newest if not n.step.weak and not n.step.suspected]
     return {"open": [n for n in decided if n.step.open],
+            "suspected": [n for n in newest if n.step.suspected],
             "closed": [n for n in decided if n.step.regression and not n.step.open][:RECENT],
             "improvements": [n for n in decided if not n.step.regression][:RECENT],
             "weak": [n for n in newest if n.step.weak][:RECENT]}

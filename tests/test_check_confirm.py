@@ -77,6 +77,18 @@ def test_a_step_with_too_few_points_after_it_is_suspected_and_does_not_fail(susp
     assert alert["confirmation"] == {"outcome": "not_remeasured", "reason": NO_CONFIRM, "asked": "suspected"}
 
 
+def test_the_report_lists_a_suspected_step_apart_from_the_open_regressions(suspect, capsys, tmp_path):
+    # a suspect the check could not decide (here: not measured again) was on no page of the report
+    check_json(suspect.url, capsys, "--no-confirm")
+    assert cli.main(["report", "--db", suspect.url, "--out", str(tmp_path / "site")]) == 0
+    page = (tmp_path / "site" / "regressions.html").read_text()
+    opened, suspected = page.split("<h2>Suspected steps (1)</h2>")
+    assert "Open regressions (0)" in opened and _hash(12)[:10] not in opened.split("Open regressions")[1]
+    suspected = suspected.split("<h2>")[0]
+    assert _hash(12)[:10] in suspected and "+29.7%" in suspected
+    assert NO_CONFIRM in suspected  # why it is still suspected
+
+
 def test_a_confirmed_step_becomes_a_new_regression_with_its_rounds_stored(suspect):
     remeasure = Remeasure(1.3)
     report = _check(suspect, remeasure)
