@@ -87,8 +87,8 @@ def bisected(alert: Alert) -> str:
         head = (f"alert {alert.id}: could not tell which commit: the step lies in "
                 f"{b.get('first', '')[:8]}..{b.get('last', '')[:8]}{ran_out(b)}")
     read = {s["commit"] for s in b.get("steps", []) if s["side"] != "failed"}  # of the commits between
-    measured = (f" ({measurements(b)} measurement(s) of {len(read)} of the {b.get('between', 0)} commit(s) between, "
-                f"{b.get('seconds', 0):.0f} s)")
+    measured = (f" ({measurements(b)} measurement(s) of {len(read)} of the {b.get('between', 0)} commit(s) it may "
+                f"start at, {b.get('seconds', 0):.0f} s)")
     return fmt.visible("\n".join([head + measured, *lines]))
 
 

@@ -96,6 +96,15 @@ def percent(x: float | None) -> str:
     return _special(x) or f"{x:.0%}"
 
 
+def confidence(level: float) -> str:
+    """A confidence level with the digits it needs: 0.95 -> '95%', 0.99583 -> '99.58%'."""
+    for digits in range(0, 4):
+        shown = f"{level:.{digits}%}"
+        if abs(float(shown[:-1]) / 100 - level) < 0.5e-4:
+            return shown
+    return f"{level:.3%}"
+
+
 def signed_percent(x: float | None) -> str:
     """A relative change: 0.123 -> '+12.3%', -0.05 -> '−5.0%'."""
     if (special := _special(x)) is not None:

@@ -26,7 +26,8 @@ def _change(s: SeriesVerdict) -> str:
 def _heading(report: GateReport) -> str:
     return (f"proofbench gate: {report.head[:8]} against its merge-base {report.base[:8]}, {report.rounds} "
             f"alternating round(s) in {report.seconds:.0f} s" + (" (time budget reached)" if report.stopped ==
-                                                                 "budget" else ""))
+                                                                 "budget" else "")
+            + f"; intervals at {fmt.confidence(report.confidence)} each, 95% for the {len(report.series)} together")
 
 
 def _totals(report: GateReport) -> str:
@@ -58,7 +59,7 @@ def markdown(report: GateReport) -> str:
     lines = [f"### proofbench: {_status(report)}", "", _heading(report), "", _totals(report), ""]
     moved = [s for s in report.series if s.verdict is not Verdict.NO_CHANGE]
     if moved:
-        lines += ["| verdict | series | head / base [95% CI] |", "| --- | --- | --- |"]
+        lines += [f"| verdict | series | head / base [{fmt.confidence(report.confidence)} CI] |", "| --- | --- | --- |"]
         lines += [f"| {s.verdict.value} | `{_series(s)}` | {_change(s).replace('|', '/')} |" for s in moved]
     return "\n".join(lines)
 
@@ -72,7 +73,8 @@ def to_json(report: GateReport) -> dict:
     return {
         "format": FORMAT, "version": FORMAT_VERSION, "exit_code": report.exit_code,
         "base": report.base, "head": report.head, "rounds": report.rounds, "seconds": report.seconds,
-        "stopped": report.stopped, "counts": {v.value: report.count(v) for v in Verdict},
+        "stopped": report.stopped, "confidence": report.confidence,
+        "counts": {v.value: report.count(v) for v in Verdict},
         "series": [{"benchmark": s.target.benchmark, "params": list(s.target.params), "verdict": s.verdict.value,
                     "higher_is_better": s.higher_is_better, "min_step": s.min_step,
                     "ratio": {"estimate": _number(s.ratio.estimate), "low": _number(s.ratio.low),

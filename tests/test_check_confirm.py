@@ -531,7 +531,7 @@ def test_the_bisect_command_lists_every_measurement_and_the_check():
         "check": {"before": "a" * 12, "after": culprit.hash, "held": True, "steps": [step, step]}})
     head, *lines = bisected(alert).splitlines()
     assert head == ("alert 3: first bad commit d0b2acd2 'Validate twice' by Team (5 measurement(s) of 2 of the 3 "
-                    "commit(s) between, 12 s)")  # what was measured, of the commits the step lay among
+                    "commit(s) it may start at, 12 s)")  # what was measured, of the commits the step lay among
     assert lines[3] == "checked: aaaaaaaa beside d0b2acd2 read at the old level"
     assert lines[2].split() == ["bbbbbbbb", "1.1", "ms", "after"]
     assert len(lines) == 6 and all(line.split() == ["aaaaaaaa", "1", "ms", "before"] for line in lines[:2] + lines[4:])

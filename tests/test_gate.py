@@ -96,3 +96,23 @@ def test_a_gate_that_cannot_run_still_answers_in_its_format(fmt, capsys, tmp_pat
         assert out.startswith("**proofbench gate failed** (exit status 2): --rounds must be at least 3")
     else:
         assert out == ""
+
+
+def test_a_gate_of_many_series_shares_its_five_percent_among_them():
+    # Twenty series that did not move, 6 rounds with 3% noise a commit: at 95% each, two of them
+    # read "regression" or "improvement" here (on 400 such gates, 48% said at least one wrong
+    # word); at 1 - 5% / 20 each, none does (4% of the 400).
+    from proofbench.analysis.gate import Movement, movement
+    from proofbench.reports.gate import markdown
+    from proofbench.stats import round_ratio
+
+    targets = [Target(f"area.S{i}.time_call", ("x",)) for i in range(20)]
+    measured = _measured({t: 1.0 for t in targets}, rounds=6, noise=0.03, seed=3)
+    each = [movement(round_ratio(measured.series("head", t), measured.series("base", t), confidence=0.95))
+            for t in targets]
+    assert sum(m in (Movement.UP, Movement.DOWN) for m in each) == 2
+    report = _judge(measured)
+    assert report.confidence == pytest.approx(1 - 0.05 / 20) and report.exit_code == 0
+    assert {s.verdict for s in report.series} <= {Verdict.NO_CHANGE, Verdict.INCONCLUSIVE}
+    assert "| verdict | series | head / base [99.75% CI] |" in markdown(report)
+    assert _judge(_measured({TIME: 1.10})).confidence == 0.95  # one series: 95%

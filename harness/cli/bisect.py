@@ -40,8 +40,9 @@ def handle(args: argparse.Namespace) -> int:
         alert = find(session, args.id)
         ready = bench(found, args.profile or measured_with(session, alert.machine.name, alert.benchmark.name).get(
             (alert.machine.name, alert.benchmark.name, alert.params_key)))
+        older, newer = bisect.span(alert)  # a confirmed step's: the two commits its re-measurement told apart
         say(f"bisecting alert {alert.id}: {alert.benchmark.name} between "
-            f"{alert.previous_commit.hash[:8] if alert.previous_commit else 'the start'} and {alert.commit.hash[:8]}")
+            f"{older[:8] if older else 'the start'} and {newer[:8]}")
         bisect.locate(session, alert, ready, tries=args.tries, budget=args.budget)
         print(shown.bisected(alert))
         named = alert.culprit is not None  # read before the session closes: its objects expire then
