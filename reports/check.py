@@ -149,9 +149,7 @@ def text(report) -> str:
     lines, split = [_heading(report), *_idle(report)], versioned(report.findings)
     for f in report.findings:
         lines.append(f"{f.state.upper():9} {f.kind:11} {_alert(f)}{_series(f, split)}")
-        place = (f"position {f.commit.position}" if f.commit.position is not None
-                 else f"commit #{f.commit.rank + 1} by date")
-        lines.append(f"    starts {_starts(f)} ({place}); {_change(f)}")
+        lines.append(f"    starts {_starts(f, place=_place)}; {_change(f)}")
         if f.resolved_at:
             lines.append(f"    level back {where(f.resolved_at, f.resolved_after)} {f.resolved_at.subject!r}")
         lines += [f"    {line}" for line in notes(f)]
@@ -205,15 +203,23 @@ def _commit_cell(f: Finding) -> str:
     return _starts(f, "`", quote=False)
 
 
-def _starts(f: Finding, tick: str = "", quote: bool = True) -> str:
-    # where the step starts and its commit's subject line: the first bad commit where bisection
-    # named it, with the measured range it lies in ("at X" alone where that holds one commit)
+def _starts(f: Finding, tick: str = "", quote: bool = True, place=None) -> str:
+    # where the step starts and its commit's subject line (and `place(commit)`, where it is
+    # given): the first bad commit where bisection named it, with the measured range it lies in
+    # ("at X" alone where that holds one commit)
     said = repr if quote else str
     if f.culprit is None:
-        return f"{where(f.commit, f.previous, tick)} {said(f.commit.subject)}"
+        return f"{where(f.commit, f.previous, tick)} {said(f.commit.subject)}" + (f" ({place(f.commit)})" if place
+                                                                                  else "")
     within = where(f.commit, f.previous, tick)
     within = "" if within.startswith("at ") else f", {within.removeprefix('in ')}"
-    return f"at {tick}{f.culprit.short}{tick} {said(f.culprit.subject)} (bisected{within})"
+    told = ([place(f.culprit)] if place else []) + [f"bisected{within}"]
+    return f"at {tick}{f.culprit.short}{tick} {said(f.culprit.subject)} ({'; '.join(told)})"
+
+
+def _place(commit: CommitRef) -> str:
+    # a commit's place in the order: its position on the branch, else its rank by date
+    return f"position {commit.position}" if commit.position is not None else f"commit #{commit.rank + 1} by date"
 
 
 def _commit_json(ref: CommitRef | None) -> dict | None:

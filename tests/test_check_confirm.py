@@ -553,6 +553,8 @@ def test_the_check_says_where_a_bisected_step_starts_by_its_culprit_within_the_m
     culprit = ref(7, "Count it twice")
     measured = SimpleNamespace(commit=culprit, previous=ref(6, "Docs 6"), culprit=culprit)
     assert _starts(measured) == f"at {_hash(7)[:8]} 'Count it twice' (bisected)"
+    assert _starts(measured, place=lambda c: f"position {c.position}") == \
+        f"at {_hash(7)[:8]} 'Count it twice' (position 7; bisected)"
     assert _starts(SimpleNamespace(commit=ref(8, "Docs 8"), previous=ref(5, "Docs 5"), culprit=None)) == \
         f"in one of 3 commits after {_hash(5)[:8]}, up to {_hash(8)[:8]} 'Docs 8'"
 
