@@ -51,7 +51,8 @@ def _status(report: GateReport) -> str:
     unsure = report.count(Verdict.INCONCLUSIVE)
     if unsure and unsure == len(report.series):
         return "inconclusive (no series could be decided)"
-    return f"no regression shown, {unsure} of {len(report.series)} series inconclusive" if unsure else "no regression"
+    return f"{unsure} of {len(report.series)} series inconclusive, no regression in the others" if unsure \
+        else "no regression"
 
 
 def markdown(report: GateReport) -> str:

@@ -75,7 +75,7 @@ def test_the_comment_says_no_regression_only_where_every_series_was_decided():
         "### proofbench: inconclusive (no series could be decided)"
     some = _judge(_measured({TIME: 1.0, RATE: 1.025}, rounds=8, noise=0.01, seed=1))  # a 2.5% rise: undecided
     assert [s.verdict for s in some.series] == [Verdict.NO_CHANGE, Verdict.INCONCLUSIVE]
-    assert headline(some) == "### proofbench: no regression shown, 1 of 2 series inconclusive"
+    assert headline(some) == "### proofbench: 1 of 2 series inconclusive, no regression in the others"
 
 
 @pytest.mark.parametrize("fmt", ["json", "markdown", "text"])
