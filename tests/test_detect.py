@@ -469,3 +469,26 @@ def test_the_evaluation_draws_from_the_seed_given_and_refuses_a_tuning_seed(monk
         assert stopped.value.code == 2
         seeds = ", ".join(map(str, detect_evaluation.TUNING_SEEDS))
         assert f"--seed {argv[-1]}: the detector's knobs were chosen on seeds {seeds}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("after", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("before, then, higher_is_better", [
+    ([16.3, 15.5, 17.1, 17.0, 17.2, 17.4], [12.5, 13.2, 12.1, 12.6, 12.9], True),
+    ([68.7, 103.5, 69.8, 82.5, 77.5, 90.2], [113.4, 120.4, 122.3, 118.8, 115.1], False),
+])
+def test_a_young_step_in_a_short_history_is_not_read_as_a_drift(before, then, higher_is_better, after):
+    # Two series of an example repository: six points, then a 27% fall of a speedup, or a 40%
+    # rise of a time (every point after the step beyond every point before). With three to five
+    # points after it, the slope through the whole short history read it as a drift, the step
+    # went out with it, and the check dropped the suspect ("its newer points no longer show this
+    # step"). In a history that short the slope must be evident before the last points too.
+    found = detect(before + then[:after], higher_is_better=higher_is_better, suspected=True)
+    assert {(cp.index, cp.regression) for cp in found if not cp.weak} == {(6, True)}
+
+
+@pytest.mark.parametrize("length", [12, 20, 40])
+def test_a_steady_drift_is_still_read_as_a_drift_not_as_a_young_step(length):
+    # the slope shows before the last points too (short histories are asked; in long ones the
+    # last points cannot set the slope): a steady 1% a commit is no step at its end
+    values = _noisy([1.0 * 1.01 ** i for i in range(length)], cv=0.003, seed=5)
+    assert not detect(values, suspected=True)

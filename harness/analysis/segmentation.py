@@ -19,9 +19,10 @@ from asv.step_detect import solve_potts_approx
 
 from proofbench.analysis import noise_model, scan
 from proofbench.analysis.noise_model import NoiseModel
-from proofbench.analysis.shift import Series, Test, Tuning, evaluate, median, with_slope
+from proofbench.analysis.shift import Series, Test, Tuning, evaluate, median, pairs, slope_before, with_slope
 
 REFITS = 2  # readings with a drift: the slope within the strict segments, then within the sensitive ones
+THEIL_SEN_BREAKDOWN = 1 - 2 ** -0.5  # the share of its pairs that can carry a Theil-Sen slope anywhere (29%)
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def settle(s: Series, alpha: float, tuning: Tuning) -> tuple[Series, list[Bounda
     bounds = [t.window[1] for t in keep(s, candidates, alpha, tuning)]
     for _ in range(REFITS):
         drifting = with_slope(s, bounds)
-        if not drifting.drift:
+        if not drifting.drift or not _drifts_early(s, bounds, drifting.drift, tuning):
             break
         reading = _reading(drifting, alpha, tuning, tuning.drift_cost, proposals(drifting, tuning))
         best = reading if reading.cost < best.cost else best
@@ -63,6 +64,26 @@ def settle(s: Series, alpha: float, tuning: Tuning) -> tuple[Series, list[Bounda
         bounds = found
     final = transients(best.series, [t.window[1] for t in best.tests], tuning)
     return best.series, _gated(best.series, final, alpha, tuning), best.noise
+
+
+def _drifts_early(s: Series, bounds: list[int], drift: float, tuning: Tuning) -> bool:
+    """Whether the slope stands without the history's last `suspect_after` points. Where the
+    pairs that reach them are more than Theil-Sen's breakdown share of the pairs the slope is
+    pooled from (a short history), a young step among them, no boundary yet, can set the slope
+    alone, and the step would go out with the drift: there the slope must show before them too,
+    evident (`slope_t` standard errors), of the same sign and at least half as steep."""
+    n, stop = len(s.y), len(s.y) - tuning.suspect_after
+    edges = [0, *(b for b in bounds if b < n), n]
+    counted = [(a, b) for a, b in zip(edges, edges[1:]) if b - a >= 3]
+    total = sum(len(pairs(b - a)[0]) for a, b in counted)
+    before = sum(len(pairs(min(b, stop) - a)[0]) for a, b in counted if min(b, stop) - a >= 3)
+    if not total or 1 - before / total < THEIL_SEN_BREAKDOWN:
+        return True
+    found = slope_before(s, bounds, stop)
+    if found is None:
+        return False
+    early, se = found
+    return early * drift > 0 and abs(early) >= max(abs(drift) / 2, tuning.slope_t * se)
 
 
 def _reading(s: Series, alpha: float, tuning: Tuning, extra: float, candidates: list[int]) -> Reading:

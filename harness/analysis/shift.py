@@ -184,6 +184,13 @@ def with_slope(s: Series, bounds: list[int]) -> Series:
     return s if found is None else replace(s, drift=found[0], drift_se=found[1])
 
 
+def slope_before(s: Series, bounds: list[int], stop: int) -> tuple[float, float] | None:
+    """The slope `with_slope` finds over the first `stop` points of `s` alone, and its standard
+    error (None: too few points)."""
+    edges = [0, *(b for b in bounds if b < stop), stop]
+    return _pooled_slope(s, s.y, list(zip(edges, edges[1:])))
+
+
 @dataclass(frozen=True)
 class Test:
     """One boundary tested. `window`: (a, k, b), [a, k) against [k, b), k the first point
