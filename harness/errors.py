@@ -2,6 +2,16 @@
 from __future__ import annotations
 
 
+def brief(message: str) -> str:
+    """A message in one line, for a report's line (a suspect's or a bisection's reason): its
+    first line and, where more follows (a tool's output, as a RunError carries asv's), the
+    output's last line."""
+    lines = [line.strip(" ·") for line in message.splitlines() if line.strip(" ·")]
+    if len(lines) < 2:
+        return lines[0] if lines else message
+    return f"{lines[0].rstrip(':')}; its output's last line: {lines[-1]}"
+
+
 class ProofbenchError(Exception):
     """Base of every error proofbench reports to a user in one line."""
 

@@ -211,9 +211,12 @@ def _starts(f: Finding, tick: str = "", quote: bool = True, place=None) -> str:
     if f.culprit is None:
         return f"{where(f.commit, f.previous, tick)} {said(f.commit.subject)}" + (f" ({place(f.commit)})" if place
                                                                                   else "")
+    # the range it lies in, where that holds more than one commit and the culprit is placed in it
+    # (a commit only bisection measured has no place in the order until the branch is placed again)
+    inside = f.previous is not None and f.previous.rank < f.culprit.rank <= f.commit.rank
     within = where(f.commit, f.previous, tick)
-    within = "" if within.startswith("at ") else f", {within.removeprefix('in ')}"
-    told = ([place(f.culprit)] if place else []) + [f"bisected{within}"]
+    within = f", {within.removeprefix('in ')}" if inside and not within.startswith("at ") else ""
+    told = ([place(f.culprit)] if place and f.culprit.rank >= 0 else []) + [f"bisected{within}"]
     return f"at {tick}{f.culprit.short}{tick} {said(f.culprit.subject)} ({'; '.join(told)})"
 
 

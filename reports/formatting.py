@@ -97,12 +97,13 @@ def percent(x: float | None) -> str:
 
 
 def confidence(level: float) -> str:
-    """A confidence level with the digits it needs: 0.95 -> '95%', 0.99583 -> '99.58%'."""
-    for digits in range(0, 4):
+    """A confidence level with the digits it needs, never rounded up to 100%: 0.95 -> '95%',
+    0.99583 -> '99.58%', 0.99999 -> '99.999%'."""
+    for digits in range(0, 6):
         shown = f"{level:.{digits}%}"
-        if abs(float(shown[:-1]) / 100 - level) < 0.5e-4:
+        if abs(float(shown[:-1]) / 100 - level) < 0.5e-4 and (level >= 1 or float(shown[:-1]) < 100):
             return shown
-    return f"{level:.3%}"
+    return f"{level:.6%}"
 
 
 def signed_percent(x: float | None) -> str:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from proofbench.analysis.gate import GateReport, SeriesVerdict, Verdict
+from proofbench.analysis.gate import ALPHA, GateReport, SeriesVerdict, Verdict
 from proofbench.reports import formatting as fmt
 
 FORMAT = "proofbench-gate"
@@ -27,7 +27,13 @@ def _heading(report: GateReport) -> str:
     return (f"proofbench gate: {report.head[:8]} against its merge-base {report.base[:8]}, {report.rounds} "
             f"alternating round(s) in {report.seconds:.0f} s" + (" (time budget reached)" if report.stopped ==
                                                                  "budget" else "")
-            + f"; intervals at {fmt.confidence(report.confidence)} each, 95% for the {len(report.series)} together")
+            + _level(report))
+
+
+def _level(report: GateReport) -> str:
+    # the intervals' confidence: each series', and all of them together where there are several
+    together = f", {fmt.confidence(1 - ALPHA)} for the {len(report.series)} together" if len(report.series) > 1 else ""
+    return f"; intervals at {fmt.confidence(report.confidence)}{' each' if together else ''}{together}"
 
 
 def _totals(report: GateReport) -> str:
@@ -49,7 +55,9 @@ def _status(report: GateReport) -> str:
     if report.exit_code:
         return "regression"
     unsure = report.count(Verdict.INCONCLUSIVE)
-    if unsure and unsure == len(report.series):
+    if not report.series:
+        return "inconclusive (no series was measured)"
+    if unsure == len(report.series):
         return "inconclusive (no series could be decided)"
     return f"{unsure} of {len(report.series)} series inconclusive, no regression in the others" if unsure \
         else "no regression"

@@ -32,16 +32,19 @@ class Remeasure:
     series (as in one asv run); records every call and the keys it measured."""
 
     def __init__(self, truth: float | str, rounds: int = 8, seed: int = 3, truths: dict | None = None,
-                 spreads: dict | None = None, pause: float = 0.0) -> None:
+                 spreads: dict | None = None, pause: float = 0.0, clock: SimpleNamespace | None = None) -> None:
         self.truth, self.rounds, self.calls, self.keys = truth, rounds, [], []
         self.truths, self.spreads = truths or {}, spreads or {}  # per key: after / before, a round's own noise
-        self.pause = pause  # seconds each call takes
+        self.pause, self.clock = pause, clock  # seconds each call takes: slept, or added to a fake clock's `now`
         self.rng = np.random.default_rng(seed)
 
     def __call__(self, machine, benchmark, keys, before, after, budget):
         self.calls.append((machine, benchmark, before, after))
         self.keys.append(keys)
-        time.sleep(self.pause)
+        if self.clock is not None:
+            self.clock.now += self.pause
+        else:
+            time.sleep(self.pause)
         if isinstance(self.truth, str):
             return self.truth
         load = np.exp(self.rng.normal(0, 0.05, self.rounds))
@@ -152,15 +155,19 @@ def test_a_series_reads_every_batch_its_group_measured_though_another_spent_the_
         told["baseline"]["outcome"] != "inconclusive", told["baseline"]
 
 
-def test_a_noisy_larger_suspect_does_not_spend_the_budget_before_a_true_step_has_a_batch(sqlite_url):
+def test_a_noisy_larger_suspect_does_not_spend_the_budget_before_a_true_step_has_a_batch(sqlite_url, monkeypatch):
     # A false 50% suspect on a noisy series, measured first (the larger step), takes batch after
     # batch without deciding; a true 20% fall of another benchmark's rate, on a quiet series, is
     # decided by its first batch: it has that batch before the noisy one has its second.
+    from proofbench.analysis import confirm
+
     h = History(sqlite_url)
     h.nights(0, 12, {TIME: 1.0e-3, RATE: 1000.0})
     h.nights(12, 14, {TIME: 1.5e-3, RATE: 800.0})
-    remeasure = Remeasure(1.0, rounds=6, truths={RATE: 0.8}, spreads={TIME: 0.5}, pause=0.1)
-    report = _check(h, remeasure, budget=0.25)
+    clock = SimpleNamespace(now=0.0)  # each batch takes 10 s of a 25 s budget
+    monkeypatch.setattr(confirm, "time", SimpleNamespace(monotonic=lambda: clock.now))
+    remeasure = Remeasure(1.0, rounds=6, truths={RATE: 0.8}, spreads={TIME: 0.5}, pause=10.0, clock=clock)
+    report = _check(h, remeasure, budget=25.0)
     assert [benchmark for _, benchmark, _, _ in remeasure.calls[:2]] == [TIME, RATE]
     told = {f.benchmark: (f.state, f.confirmation["outcome"], f.confirmation["reason"]) for f in report.findings}
     assert told == {RATE: ("new", "confirmed", "step"), TIME: ("suspected", "inconclusive", "wide")}
@@ -555,6 +562,10 @@ def test_the_check_says_where_a_bisected_step_starts_by_its_culprit_within_the_m
     assert _starts(measured) == f"at {_hash(7)[:8]} 'Count it twice' (bisected)"
     assert _starts(measured, place=lambda c: f"position {c.position}") == \
         f"at {_hash(7)[:8]} 'Count it twice' (position 7; bisected)"
+    # a culprit only bisection measured, not placed in the order yet (rank -1): no place, no range
+    unplaced = CommitRef(99, "f" * 40, "Count it twice", None, None, None, -1)
+    f = SimpleNamespace(commit=ref(8, "Docs 8"), previous=ref(5, "Docs 5"), culprit=unplaced)
+    assert _starts(f, place=lambda c: "never asked") == "at ffffffff 'Count it twice' (bisected)"
     assert _starts(SimpleNamespace(commit=ref(8, "Docs 8"), previous=ref(5, "Docs 5"), culprit=None)) == \
         f"in one of 3 commits after {_hash(5)[:8]}, up to {_hash(8)[:8]} 'Docs 8'"
 
@@ -739,8 +750,8 @@ def test_a_series_is_measured_again_with_the_profile_its_newest_result_was_measu
 
 
 def test_why_a_re_measurement_failed_is_one_line_ending_with_what_asv_said_last():
-    from proofbench.cli.check import _one_line
+    from proofbench.errors import brief
 
     log = "asv run over the range failed:\n· Creating environments\n·· Building e54d9bb1\n· No benchmarks selected\n"
-    assert _one_line(log) == "asv run over the range failed; asv's last line: No benchmarks selected"
-    assert _one_line("the benchmark crashed") == "the benchmark crashed"
+    assert brief(log) == "asv run over the range failed; its output's last line: No benchmarks selected"
+    assert brief("the benchmark crashed") == "the benchmark crashed"

@@ -86,11 +86,14 @@ def test_a_re_measurement_starts_with_no_discovery_kept_and_gives_its_rounds_one
 
 def test_a_benchs_rounds_beside_a_reference_share_one_place_made_afresh_with_it(tmp_path, monkeypatch):
     # a check's bisections: every measurement a round of a commit beside a reference
-    stale = tmp_path / "bisect" / "discovered" / "ref.json"
+    stale = tmp_path / "bisect" / "smoke" / "discovered" / "ref.json"
     stale.parent.mkdir(parents=True)
     stale.write_text("[]")
-    bench = Bench.fresh(SimpleNamespace(workdir=tmp_path), Path("."), "main", None, None)
-    assert bench.discovered == stale.parent and not stale.exists()
+    other = tmp_path / "bisect" / "quick" / "discovered" / "ref.json"  # another profile's, in the same check
+    other.parent.mkdir(parents=True)
+    other.write_text("[]")
+    bench = Bench.fresh(SimpleNamespace(workdir=tmp_path), Path("."), "main", SimpleNamespace(name="smoke"), None)
+    assert bench.discovered == stale.parent and not stale.exists() and other.exists()
     seen = []
     monkeypatch.setattr(remeasure, "measure_round", _fake_round(seen))
     target = Target("features.Score.time_call", ("baseline",))

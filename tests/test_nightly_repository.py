@@ -302,7 +302,8 @@ def test_a_range_measured_every_4th_commit_is_bisected_to_the_exact_commit(night
         noise = ", ".join(f"{100 * max(b['spread'] or 0.0, _read_noise(b)):.1f}%" for b in ran)
         pytest.skip(f"the every-4th range: this machine is noisier than the 10% step, and each bisection said it "
                     f"cannot tell (noise {noise}): {ran}")
-    assert (repo / ".proofbench" / "bisect" / "discovered" / f"{hashes[LAST]}.json").is_file()  # the reference's
+    kept = repo / ".proofbench" / "bisect" / "nightly" / "discovered"  # the profile's, kept for the reference
+    assert (kept / f"{hashes[LAST]}.json").is_file()
 
 
 def _read_noise(bisection: dict) -> float:

@@ -53,7 +53,7 @@ from proofbench.analysis.budget import BISECT_BUDGET, CONFIRM_BUDGET, spent
 from proofbench.analysis.detect import ChangePoint
 from proofbench.analysis.series import Series
 from proofbench.db.alerts import Alert
-from proofbench.errors import ProofbenchError
+from proofbench.errors import ProofbenchError, brief
 from proofbench.project import CheckSettings
 from proofbench.stats import MIN_ROUNDS, PAIRED_TRIM, round_ratio
 
@@ -396,7 +396,7 @@ def bisect_new(session: Session, alerts: list[Alert], confirming: Confirming) ->
         try:
             confirming.bisect(session, alert, left)
         except ProofbenchError as exc:
-            alert.bisection = {"error": str(exc)}
+            alert.bisection = {"error": brief(str(exc))}
 
 
 def _alert_size(alert: Alert) -> float:

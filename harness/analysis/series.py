@@ -191,12 +191,14 @@ def _group(rows, commits: dict[int, CommitRef]) -> Iterator[tuple[SeriesKey, tup
 def measured_with(session: Session, machine: str | None = None,
                   benchmark: str | None = None) -> dict[tuple[str, str, str], str]:
     """The profile each series' newest result was measured with (what measuring it again should
-    use), by (machine, benchmark, parameter key); only `machine`'s and `benchmark`'s where given."""
-    newest = select(func.max(Result.id)).where(Result.profile.is_not(None)) \
-        .group_by(Result.machine_id, Result.benchmark_id, Result.params_key)
+    use; the newest by the commit's position, then as stored), by (machine, benchmark, parameter
+    key); only `machine`'s and `benchmark`'s where given."""
     query = select(Machine.name, Benchmark.name, Result.params_key, Result.profile) \
         .join(Machine, Result.machine_id == Machine.id).join(Benchmark, Result.benchmark_id == Benchmark.id) \
-        .where(Result.id.in_(newest))
+        .join(Commit, Result.commit_id == Commit.id).where(Result.profile.is_not(None))
     query = query.where(Machine.name == machine) if machine is not None else query
     query = query.where(Benchmark.name == benchmark) if benchmark is not None else query
+    # oldest first, so the newest commit's (by its place on the branch, then as stored) is kept:
+    # a backfill of old commits at another profile does not decide it
+    query = query.order_by(func.coalesce(Commit.position, -1), Result.id)
     return {(m, b, key): profile for m, b, key, profile in session.execute(query)}

@@ -116,7 +116,7 @@ def _confirming(args: argparse.Namespace, found, stored: dict[tuple[str, str, st
     from proofbench.analysis import bisect
     from proofbench.analysis.confirm import Confirming, Rounds
     from proofbench.cli.common import bench
-    from proofbench.errors import InputError, ProofbenchError, RunError
+    from proofbench.errors import InputError, ProofbenchError, RunError, brief
     from proofbench.machine.capture import capture
     from proofbench.pipeline.remeasure import Target
 
@@ -135,7 +135,7 @@ def _confirming(args: argparse.Namespace, found, stored: dict[tuple[str, str, st
         try:
             return bench(found, profile, here())
         except (InputError, RunError) as exc:
-            return f"cannot measure here: {exc}"
+            return f"cannot measure here: {brief(str(exc))}"
 
     def profile_of(machine: str, benchmark: str, keys: tuple[str, ...]) -> str | None:
         return args.profile or next((stored[machine, benchmark, k] for k in keys if (machine, benchmark, k) in stored),
@@ -152,7 +152,7 @@ def _confirming(args: argparse.Namespace, found, stored: dict[tuple[str, str, st
         try:
             got = ready.pair(targets, before, after, rounds=args.confirm_rounds, budget=budget)
         except ProofbenchError as exc:  # asv could not run here: the suspect says why, the check goes on
-            return f"could not measure again: {_one_line(str(exc))}"
+            return f"could not measure again: {brief(str(exc))}"
         return {key: Rounds(before, after, tuple(got.series(before, target)), tuple(got.series(after, target)),
                             got.seconds, got.stopped) for key, target in zip(keys, targets)}
 
@@ -166,13 +166,6 @@ def _confirming(args: argparse.Namespace, found, stored: dict[tuple[str, str, st
 
     return Confirming(None if args.no_confirm else remeasure, args.confirm_budget, locate if args.bisect else None,
                       args.bisect_budget)
-
-
-def _one_line(message: str) -> str:
-    # A reason a suspect keeps: a message's first line, and for one that ends in asv's output,
-    # asv's last line (its whole log does not belong in a report's line)
-    lines = [line.strip(" ·") for line in message.splitlines() if line.strip(" ·")]
-    return lines[0].rstrip(":") + (f"; asv's last line: {lines[-1]}" if len(lines) > 1 else "") if lines else message
 
 
 def _repository(args: argparse.Namespace, found) -> tuple[Path | None, str]:

@@ -174,8 +174,9 @@ class Bench:
 
     @classmethod
     def fresh(cls, layout: Layout, repo: Path, branch: str, profile: Profile, machine: MachineProfile) -> Bench:
-        """A Bench with no discovery of the suite kept yet."""
-        return cls(layout, repo, branch, profile, machine, fresh_discovery(layout.workdir / BISECT))
+        """A Bench with no discovery of the suite kept yet (one folder a profile: the suite's
+        sizes are the profile's, and two profiles' benches may measure in one check)."""
+        return cls(layout, repo, branch, profile, machine, fresh_discovery(layout.workdir / BISECT / profile.name))
 
     def pair(self, targets: Sequence[Target], before: str, after: str, *, rounds: int,
              budget: float | None) -> Remeasured:
