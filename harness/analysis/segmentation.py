@@ -22,7 +22,7 @@ from proofbench.analysis.noise_model import NoiseModel
 from proofbench.analysis.shift import Series, Test, Tuning, evaluate, median, pairs, slope_before, with_slope
 
 REFITS = 2  # readings with a drift: the slope within the strict segments, then within the sensitive ones
-THEIL_SEN_BREAKDOWN = 1 - 2 ** -0.5  # the share of its pairs that can carry a Theil-Sen slope anywhere (29%)
+THEIL_SEN_BREAKDOWN = 0.5  # the share of its pairs that can carry a Theil-Sen slope anywhere (29% of its points)
 
 
 @dataclass(frozen=True)
@@ -69,8 +69,8 @@ def settle(s: Series, alpha: float, tuning: Tuning) -> tuple[Series, list[Bounda
 def _drifts_early(s: Series, bounds: list[int], drift: float, tuning: Tuning) -> bool:
     """Whether the slope stands without the history's last `suspect_after` points. Where the
     pairs that reach them are more than Theil-Sen's breakdown share of the pairs the slope is
-    pooled from (a short history), a young step among them, no boundary yet, can set the slope
-    alone, and the step would go out with the drift: there the slope must show before them too,
+    pooled from (half of them: 29% of the points; a history of about 17 points or fewer), a
+    young step among them, no boundary yet, can set the slope alone, and the step would go out with the drift: there the slope must show before them too,
     evident (`slope_t` standard errors), of the same sign and at least half as steep."""
     n, stop = len(s.y), len(s.y) - tuning.suspect_after
     edges = [0, *(b for b in bounds if b < n), n]
