@@ -284,13 +284,13 @@ class _Shared:
     asv run measures them all side by side, each series reads the batches in order, and a
     batch that no series has read yet is measured for all of them."""
 
-    remeasure: Remeasure | None
+    remeasure: Remeasure
     group: Group
     keys: tuple[str, ...]
     batches: list[dict[str, Rounds] | str] = field(default_factory=list)
 
     @classmethod
-    def of(cls, remeasure: Remeasure | None, steps: list[tuple[Group, str]]) -> dict[Group, _Shared]:
+    def of(cls, remeasure: Remeasure, steps: list[tuple[Group, str]]) -> dict[Group, _Shared]:
         """One per group of `steps` (each a group and a series' parameter key), with its keys."""
         keys: dict[Group, dict[str, None]] = {}
         for group, key in steps:

@@ -46,9 +46,9 @@ How a step is found (`tools.detect_evaluation` measures how well; one boundary's
    uncertainty is added to every shift read on it. Where the last `suspect_after` points
    reach more than half the pairs the slope is pooled from (Theil-Sen's breakdown: 29% of the
    points; a history of about 17 points or fewer), a young step among them could set the slope
-   alone: there the slope must be evident before
-   them too (`slope_t` standard errors, the same sign, half as steep), or no drift is read. A short excursion (at most `transient`
-   points between opposite steps whose outer levels agree) is no step.
+   alone: there the slope must be evident before them too (`slope_t` standard errors, the same
+   sign, half as steep), or no drift is read. A short excursion (at most `transient` points
+   between opposite steps whose outer levels agree) is no step.
 7. Each boundary of the reading kept is tested between its final neighbours at the strict
    gates of 3. Beside a side's slope of more than `line_t` standard errors, it must also fit
    its windows better than a straight line does. Passing, it is decided; else it is weak.

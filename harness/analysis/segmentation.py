@@ -19,7 +19,7 @@ from asv.step_detect import solve_potts_approx
 
 from proofbench.analysis import noise_model, scan
 from proofbench.analysis.noise_model import NoiseModel
-from proofbench.analysis.shift import Series, Test, Tuning, evaluate, median, pairs, slope_before, with_slope
+from proofbench.analysis.shift import Series, Test, Tuning, evaluate, median, share_after, slope_before, with_slope
 
 REFITS = 2  # readings with a drift: the slope within the strict segments, then within the sensitive ones
 THEIL_SEN_BREAKDOWN = 0.5  # the share of its pairs that can carry a Theil-Sen slope anywhere (29% of its points)
@@ -70,14 +70,11 @@ def _drifts_early(s: Series, bounds: list[int], drift: float, tuning: Tuning) ->
     """Whether the slope stands without the history's last `suspect_after` points. Where the
     pairs that reach them are more than Theil-Sen's breakdown share of the pairs the slope is
     pooled from (half of them: 29% of the points; a history of about 17 points or fewer), a
-    young step among them, no boundary yet, can set the slope alone, and the step would go out with the drift: there the slope must show before them too,
-    evident (`slope_t` standard errors), of the same sign and at least half as steep."""
-    n, stop = len(s.y), len(s.y) - tuning.suspect_after
-    edges = [0, *(b for b in bounds if b < n), n]
-    counted = [(a, b) for a, b in zip(edges, edges[1:]) if b - a >= 3]
-    total = sum(len(pairs(b - a)[0]) for a, b in counted)
-    before = sum(len(pairs(min(b, stop) - a)[0]) for a, b in counted if min(b, stop) - a >= 3)
-    if not total or 1 - before / total < THEIL_SEN_BREAKDOWN:
+    young step among them, no boundary yet, can set the slope alone, and the step would go out
+    with the drift: there the slope must show before them too, evident (`slope_t` standard
+    errors), of the same sign and at least half as steep."""
+    stop = len(s.y) - tuning.suspect_after
+    if share_after(bounds, len(s.y), stop) < THEIL_SEN_BREAKDOWN:
         return True
     found = slope_before(s, bounds, stop)
     if found is None:

@@ -187,7 +187,6 @@ def _group(rows, commits: dict[int, CommitRef]) -> Iterator[tuple[SeriesKey, tup
         yield current, tuple(sorted(points, key=lambda p: p.commit.rank))
 
 
-
 def measured_with(session: Session, machine: str | None = None,
                   benchmark: str | None = None) -> dict[tuple[str, str, str], str]:
     """The profile each series' newest result was measured with (what measuring it again should

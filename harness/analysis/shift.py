@@ -179,16 +179,29 @@ def with_slope(s: Series, bounds: list[int]) -> Series:
     standard error. A drift cut into a staircase shows here, where no single stair's own slope
     would; whether the history drifts is decided by weighing the two readings
     (`proofbench.analysis.segmentation`)."""
-    edges = [0, *bounds, len(s.y)]
-    found = _pooled_slope(s, s.y, list(zip(edges, edges[1:])))
+    found = _pooled_slope(s, s.y, _spans(bounds, len(s.y)))
     return s if found is None else replace(s, drift=found[0], drift_se=found[1])
 
 
 def slope_before(s: Series, bounds: list[int], stop: int) -> tuple[float, float] | None:
     """The slope `with_slope` finds over the first `stop` points of `s` alone, and its standard
     error (None: too few points)."""
+    return _pooled_slope(s, s.y, _spans(bounds, stop))
+
+
+def share_after(bounds: list[int], n: int, stop: int) -> float:
+    """The share of the pairs `with_slope` pools over `n` points that reach a point from `stop`
+    on (0 where it pools none)."""
+    def counted(spans: list[tuple[int, int]]) -> int:
+        return sum(len(pairs(b - a)[0]) for a, b in spans if b - a >= 3)
+    total = counted(_spans(bounds, n))
+    return 1 - counted(_spans(bounds, stop)) / total if total else 0.0
+
+
+def _spans(bounds: list[int], stop: int) -> list[tuple[int, int]]:
+    # the segments of the first `stop` points that `bounds` cut them into
     edges = [0, *(b for b in bounds if b < stop), stop]
-    return _pooled_slope(s, s.y, list(zip(edges, edges[1:])))
+    return list(zip(edges, edges[1:]))
 
 
 @dataclass(frozen=True)
