@@ -279,9 +279,9 @@ def to_json(report: CheckReport) -> dict:
 
 def error_markdown(message: str, exit_code: int = 2) -> str:
     """The Markdown a failed check writes where its summary was asked for (--markdown-out)."""
-    return f"**proofbench check failed** (exit status {exit_code}): {_cell(message)}"
+    return fmt.failed_markdown("check", _cell(message), exit_code)
 
 
 def error_json(message: str, exit_code: int = 2) -> dict:
     """The JSON a failed check prints (exit status 2, or 3 for an internal error), so bots always get an object."""
-    return {"format": FORMAT, "version": FORMAT_VERSION, "status": "error", "exit_code": exit_code, "error": message}
+    return fmt.error_document(FORMAT, FORMAT_VERSION, message, exit_code)

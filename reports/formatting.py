@@ -106,6 +106,17 @@ def confidence(level: float) -> str:
     return f"{level:.6%}"
 
 
+def error_document(kind: str, version: int, message: str, exit_code: int) -> dict:
+    """The JSON a command that failed prints in its own format (`kind`, `version`): an object
+    still, so a bot reading it gets the failure (exit status 2, or 3 for an internal error)."""
+    return {"format": kind, "version": version, "status": "error", "exit_code": exit_code, "error": message}
+
+
+def failed_markdown(command: str, message: str, exit_code: int) -> str:
+    """The Markdown a command that failed prints where its comment or summary was asked for."""
+    return f"**proofbench {command} failed** (exit status {exit_code}): {message}"
+
+
 def signed_percent(x: float | None) -> str:
     """A relative change: 0.123 -> '+12.3%', -0.05 -> '−5.0%'."""
     if (special := _special(x)) is not None:

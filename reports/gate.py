@@ -93,10 +93,10 @@ def to_json(report: GateReport) -> dict:
 
 
 def error_json(message: str, exit_code: int = 2) -> dict:
-    """The JSON a failed gate prints (exit status 2, or 3 for an internal error): an object still."""
-    return {"format": FORMAT, "version": FORMAT_VERSION, "status": "error", "exit_code": exit_code, "error": message}
+    """The JSON a failed gate prints: an object still."""
+    return fmt.error_document(FORMAT, FORMAT_VERSION, message, exit_code)
 
 
 def error_markdown(message: str, exit_code: int = 2) -> str:
     """The Markdown a failed gate prints: a comment that says it failed, not nothing."""
-    return f"**proofbench gate failed** (exit status {exit_code}): {message}"
+    return fmt.failed_markdown("gate", message, exit_code)
