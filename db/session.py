@@ -14,6 +14,7 @@ import re
 import sqlite3
 import time
 import warnings
+import weakref
 from pathlib import Path
 from urllib.parse import unquote_plus, urlencode
 
@@ -33,6 +34,7 @@ BUSY_TIMEOUT_MS = 30_000
 MIGRATION_LOCK = 0x70726F6F66  # PostgreSQL advisory lock key ("proof") held while migrating
 _SECRET_NAME = re.compile(r"pass|pwd|secret|token|credential", re.IGNORECASE)  # query parameters masked
 _QUERY_PARAM = re.compile(r"([?&][^=&#]*=)([^&#]*)")
+_AS_TYPED: weakref.WeakKeyDictionary[Engine, str] = weakref.WeakKeyDictionary()  # a read-only file's URL as given
 
 
 def _password_spans(url: str) -> list[tuple[int, int]]:
@@ -154,6 +156,7 @@ def _sqlite_engine(url: str, parsed, create: bool) -> Engine:
     flags = urlencode({**kept, "mode": "ro", **({} if Path(f"{read_only}-shm").exists() else {"immutable": 1})},
                       doseq=True)
     engine = create_engine(f"sqlite:///file:{read_only}?{flags}&uri=true")
+    _AS_TYPED[engine] = url
     event.listen(engine, "connect", _sqlite_read_only)
     event.listen(engine, "begin", _sqlite_begin_reading)
     return engine
@@ -254,10 +257,9 @@ def _own_tables() -> set[str]:
 
 
 def location(engine: Engine) -> str:
-    """The database as its user named it (a read-only SQLite file by its path), password masked."""
-    if read_only(engine):
-        return f"sqlite:///{str(engine.url.database).removeprefix('file:')}"
-    named = masked(engine.url.render_as_string(hide_password=False))
+    """The database as its user named it (a read-only SQLite file too, which is opened by
+    another URL), password masked."""
+    named = masked(_AS_TYPED.get(engine) or engine.url.render_as_string(hide_password=False))
     # SQLAlchemy escapes the colon of a SQLite URI's `file:`; the user typed it plain
     return named.replace(":///file%3A", ":///file:", 1) if engine.url.get_backend_name() == "sqlite" else named
 

@@ -138,6 +138,9 @@ def test_reading_commands_work_on_a_database_they_may_not_write(site_db, tmp_pat
         done = _cli(prefix, "report", "--out", str(tmp_path / "site"), "--db", f"sqlite:///{old}", cwd=tmp_path)
         line = one_line(done.stderr)  # a command that only reads never upgrades, read-only or not
         assert done.returncode == 2 and "its schema (0001) is older than" in line and "db upgrade" in line
+        uri = f"sqlite:///file:{old}?uri=true"  # opened by another URL, named as typed
+        done = _cli(prefix, "report", "--out", str(tmp_path / "site"), "--db", uri, cwd=tmp_path)
+        assert one_line(done.stderr).startswith(f"proofbench: {uri}: its schema (0001) is older than"), done.stderr
     finally:
         folder.chmod(0o755)
 
