@@ -61,7 +61,7 @@ def _hardware(p: dict[str, Any]) -> str:
     cpu = p.get("cpu_model") or p.get("cpu") or "CPU unknown"
     cores = p.get("logical_cores") or p.get("num_cpu")
     gpus = Counter(str(g.get("name", "GPU")) for g in _gpus(p))
-    gpu = ", ".join(n if c == 1 else f"{c}x {n}" for n, c in gpus.items()) or "no GPU"
+    gpu = ", ".join(n if c == 1 else f"{c}x {n}" for n, c in gpus.items()) or _no_gpu(p, "no GPU", "GPU unknown")
     return f"{cpu}" + (f", {cores} cores" if cores else "") + f"; {gpu}"
 
 
@@ -84,6 +84,11 @@ def labels(machines: list[Machine]) -> dict[int, str]:
 def _gpus(p: dict[str, Any]) -> list[dict[str, Any]]:
     gpus = p.get("gpus")
     return [g for g in gpus if isinstance(g, dict)] if isinstance(gpus, list) else []
+
+
+def _no_gpu(p: dict[str, Any], none: str, unknown: str) -> str:
+    # a captured profile lists its GPUs, none too; asv's machine.json and odd profiles say nothing of them
+    return none if isinstance(p.get("gpus"), list) else unknown
 
 
 def _gpu(gpu: dict[str, Any]) -> str:
@@ -126,7 +131,7 @@ _ROWS = (
     ("CPU frequency (min / max / now)", ("cpu_freq_min_mhz", "cpu_freq_max_mhz", "cpu_freq_current_mhz"), _mhz),
     ("CPU governor", ("cpu_governor",), lambda p: _text(p.get("cpu_governor"))),
     ("RAM", ("ram_total_bytes",), lambda p: fmt.byte_size(p.get("ram_total_bytes"))),
-    ("GPUs", ("gpus",), lambda p: "; ".join(_gpu(g) for g in _gpus(p)) or "none"),
+    ("GPUs", ("gpus",), lambda p: "; ".join(_gpu(g) for g in _gpus(p)) or _no_gpu(p, "none", "—")),
     ("GPU note", ("gpu_note",), lambda p: _text(p.get("gpu_note"))),
     ("CUDA / cuDNN", ("cuda_version", "cudnn_version"),
      lambda p: f"{_text(p.get('cuda_version'))} / {_text(p.get('cudnn_version'))}"),

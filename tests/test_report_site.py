@@ -492,6 +492,17 @@ def test_a_weak_step_is_marked_apart_and_never_open():
     assert changes.Detection([changes.Job(list(range(60)), flat.tolist(), False)]).result() == [[]]  # under 3%
 
 
+def test_a_machine_known_only_from_asv_has_its_gpus_unknown_not_none():
+    # asv's machine.json names no GPUs: the report must not say the machine has none
+    from proofbench.reports.machines import column, profile_rows
+
+    asv_only = Machine(id=1, name="gha-aws-skylake", fingerprint="f", profile={"machine": "gha-aws-skylake"})
+    captured = Machine(id=2, name="box", fingerprint="g", profile={"cpu_model": "EPYC", "gpus": []})
+    assert dict(profile_rows([asv_only, captured]))["GPUs"] == ["—", "none"]
+    assert [column(m, m.name, [], [], None, None).hardware for m in (asv_only, captured)] == [
+        "CPU unknown; GPU unknown", "EPYC; no GPU"]
+
+
 def test_a_machine_whose_hardware_changed_is_a_second_column_named_by_fingerprint():
     from proofbench.reports.machines import labels, profile_rows
 
@@ -500,7 +511,7 @@ def test_a_machine_whose_hardware_changed_is_a_second_column_named_by_fingerprin
                   profile={"cpu_model": "new CPU", "gpus": "not a list", "odd_key": {"x": 1}})
     assert labels([old, new]) == {1: "box (11112222)", 2: "box (33334444)"}
     rows = dict(profile_rows([old, new]))
-    assert rows["CPU"] == ["old CPU", "new CPU"] and rows["GPUs"] == ["none", "none"]
+    assert rows["CPU"] == ["old CPU", "new CPU"] and rows["GPUs"] == ["none", "—"]  # a list of none; not a list
     assert rows["odd_key"] == ["—", '{"x": 1}']
     assert rows["replaces (hardware changed)"] == ["—", "box (11112222)"]
 
