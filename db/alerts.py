@@ -17,11 +17,22 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint, select
+from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint, select, text
 from sqlalchemy.orm import Mapped, Session, mapped_column, relationship
 
 from proofbench.db.models import Base, Benchmark, Commit, Environment, Machine, Result, now
 from proofbench.errors import InputError
+
+CHECK_LOCK = 0x636865636B  # PostgreSQL advisory lock key ("check") held by a check's transaction
+
+
+def one_check_at_a_time(session: Session) -> None:
+    """Make `session`'s transaction the only check's on the database until it ends: on
+    PostgreSQL an advisory lock (two machines of a fleet checking at once would otherwise raise
+    the same alert twice, and one would fail on the alerts' unique key); SQLite's writer lock,
+    which the transaction takes as it begins, does this there."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": CHECK_LOCK})
 
 
 class CheckRun(Base):

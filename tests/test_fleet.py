@@ -22,10 +22,12 @@ from conftest import REPO
 from postgres import db_url, postgres_server, postgres_url  # noqa: F401  (fixtures)
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
+from test_check import TIME, History
 from test_machine import FakeNvml
 
 from proofbench import project
 from proofbench.cli import main
+from proofbench.db.alerts import Alert
 from proofbench.db.fleet import machine_history, store_machine
 from proofbench.db.models import Benchmark, Commit, Environment, IngestedFile, Machine, Result
 from proofbench.db.session import alembic_config, connect
@@ -234,6 +236,20 @@ def test_four_processes_creating_the_schema_at_once(db_url, tmp_path):
         assert MigrationContext.configure(connection).get_current_revision() == _head(engine)
     with Session(engine) as session:
         assert _count(session, Machine) == 0  # the tables are there, and empty
+
+
+def test_two_machines_checking_one_database_at_once_raise_each_alert_once(db_url, tmp_path):
+    """A fleet's machines each run their nightly check on the shared database. Two at once on
+    PostgreSQL both raised the same new alert, and one failed on the alerts' unique key (exit 3,
+    "a bug in proofbench"); one now waits for the other, as on SQLite."""
+    h = History(db_url)
+    h.nights(0, 10, {TIME: 1.0e-3})
+    h.nights(10, 20, {TIME: 1.3e-3})
+    check = ["check", "--no-git", "--no-confirm", "--format", "json", "--db", db_url]
+    outcomes = _at_once(_GATED, tmp_path / "gate", [check, check])
+    assert sorted(rc for rc, _ in outcomes) == [0, 1], "\n".join(err for _, err in outcomes)  # new, then open
+    with Session(connect(db_url)) as session:
+        assert session.scalar(select(func.count()).select_from(Alert)) == 1
 
 
 def _head(engine) -> str:

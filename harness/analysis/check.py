@@ -51,7 +51,7 @@ from proofbench.analysis.finding import CheckReport, Finding
 from proofbench.analysis.series import CommitRef, Order, Series, SeriesKey
 from proofbench.analysis.since import Since, first_parent, utc
 from proofbench.analysis.tracker import overlap
-from proofbench.db.alerts import Alert, CheckRun, move, other_at, reach_back, standing
+from proofbench.db.alerts import Alert, CheckRun, move, one_check_at_a_time, other_at, reach_back, standing
 from proofbench.db.commits import ordered, place
 from proofbench.db.models import Commit
 from proofbench.db.session import location, nothing_measured
@@ -78,6 +78,7 @@ def run_check(engine: Engine, branch: str, *, since: str | None = None, repo: Pa
     now = now or dt.datetime.now(dt.UTC)
     settings = settings or CheckSettings()
     with Session(engine) as session:
+        one_check_at_a_time(session)
         placed = place(session, history := first_parent(repo, branch), branch) if repo else 0
         order = series_mod.order(session, branch)
         if not order.commits:  # a nightly job's check that read nothing must not pass
