@@ -252,6 +252,27 @@ def test_two_machines_checking_one_database_at_once_raise_each_alert_once(db_url
         assert session.scalar(select(func.count()).select_from(Alert)) == 1
 
 
+def test_a_check_that_waited_too_long_for_its_turn_on_sqlite_says_why(tmp_path, monkeypatch, capsys):
+    # another process holds the writer lock (a check measuring again holds it for minutes)
+    import sqlite3
+
+    from proofbench.db import session as db_session
+
+    url = f"sqlite:///{tmp_path / 'busy.sqlite'}"
+    History(url).nights(0, 6, {TIME: 1.0e-3})
+    monkeypatch.setattr(db_session, "BUSY_TIMEOUT_MS", 1000)
+    holder = sqlite3.connect(tmp_path / "busy.sqlite", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        assert main(["check", "--no-git", "--no-confirm", "--db", url]) == 2
+    finally:
+        holder.close()
+    line = capsys.readouterr().err.strip()
+    assert "\n" not in line and line.endswith("database is locked (another process held it past the 1 s proofbench "
+                                              "waits: a check holds it while it measures again; run again when that "
+                                              "is done)"), line
+
+
 def _head(engine) -> str:
     return ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
 
