@@ -276,6 +276,8 @@ def verdict_reason(verdict) -> str:
                                    f"lies below the promised {v.promised:g}x",
         Why.ABOVE_PROMISE: lambda: f"{undecided(v.detail, v.value, v.low, v.high, v.rounds)}; the whole interval "
                                    f"lies above the promised {v.promised:g}x",
+        Why.WITHIN_PROMISE: lambda: f"{undecided(v.detail, v.value, v.low, v.high, v.rounds)}; the whole interval "
+                                    f"lies above 1 and below the promised {v.promised:g}x",
         Why.RATE_REACHED: lambda: f"{v.detail}s/s",
         Why.RATE_SHORT: lambda: f"baseline {rate(v.baseline)} {v.detail}s/s" if not _missing(v.baseline) else "",
         Why.NO_FIGURE: lambda: f"no {v.detail} figure for both variants",

@@ -331,6 +331,12 @@ def test_a_claim_beyond_the_reach_of_an_interval_that_decides_no_word_is_judged_
     assert (wide.label, wide.why) == ("reproduced", Because.ABOVE_PROMISE)
     assert format_reason(wide).startswith("too noisy here (±") and format_reason(wide).endswith(
         "; the whole interval lies above the promised 4x")
+    # too noisy, clear of 1 and wholly below the promise: faster, and short of it (3.71x [3.48, 3.96]
+    # against a 5-20x promise read "inconclusive", though no next run could reach the promise)
+    short = verdict(_about(3.7, 0.06), 5.0)
+    assert (short.label, short.why) == ("partly", Because.WITHIN_PROMISE)
+    assert format_reason(short).startswith("too noisy here (±") and format_reason(short).endswith(
+        "; the whole interval lies above 1 and below the promised 5x")
 
 
 def test_too_few_rounds_decide_nothing():

@@ -53,6 +53,7 @@ class Why(StrEnum):
     NOT_BETTER = "no better than the baseline"
     BELOW_PROMISE = "too close to 1 for a word, and the whole interval below the promise"
     ABOVE_PROMISE = "wider than the precision, and the whole interval above the promise"
+    WITHIN_PROMISE = "wider than the precision, and the whole interval between 1 and the promise"
     NO_RATE = "no items/s figure"
     RATE_REACHED = "the rate reaches the promise"
     RATE_SHORT = "the rate falls short"
@@ -159,6 +160,9 @@ def _speedup(claim: Claim, figures: SubjectFigures) -> Verdict:
     if s.difference == Difference.INCONCLUSIVE and s.why is Outcome.TOO_NOISY and s.low > max(
             claim.low, 1.0 + s.between_runs):  # clear of 1 by the margin a word needs, too
         return made("reproduced", Why.ABOVE_PROMISE, str(s.why))
+    if s.difference == Difference.INCONCLUSIVE and s.why is Outcome.TOO_NOISY and \
+            1.0 + s.between_runs < s.low and s.high < claim.low:  # faster, and short of it whatever the next run
+        return made("partly", Why.WITHIN_PROMISE, str(s.why))
     if s.difference == Difference.INCONCLUSIVE:
         return made("inconclusive", Why.UNDECIDED, str(s.why))
     if s.difference == Difference.FASTER and s.estimate >= claim.low:
