@@ -634,6 +634,24 @@ def test_the_bisect_command_names_the_culprit_and_exits_by_what_it_found(suspect
                                                    "alerts are bisected here")
 
 
+def test_the_bisect_command_refuses_an_alert_its_re_measurement_dropped(suspect, tmp_path, capsys):
+    # a bisection of a step the re-measurement found none of spent minutes and stored "the step
+    # lies in ..." on the dropped alert
+    from conftest import make_project
+
+    from proofbench import cli
+
+    (found,) = _check(suspect, Remeasure(1.0)).findings
+    assert found.state == "dropped"
+    project = make_project(tmp_path / "bench")
+    assert cli.main(["bisect", str(found.id), "--db", suspect.url, "--project", str(project)]) == 2
+    line = capsys.readouterr().err.strip()
+    assert line.startswith(f"proofbench: alert {found.id} was dropped: re-measured (") and \
+        line.endswith("; there is no step to bisect") and ": dropped (" in line, line
+    with Session(suspect.engine) as session:
+        assert session.get(Alert, found.id).bisection is None
+
+
 def test_bisections_run_larger_steps_first_within_one_budget(sqlite_url, monkeypatch):
     # two new regressions decided by the history; each bisection takes 10 s of a 10 s budget:
     # the larger step's runs, the other says the budget went on other regressions

@@ -38,6 +38,8 @@ def handle(args: argparse.Namespace) -> int:
     found = project(args)
     with Session(engine(args, found, create=False)) as session, session.begin():
         alert = find(session, args.id)
+        if alert.status == "dropped":  # measured again, it showed no step: there is none to place
+            raise InputError(f"alert {alert.id} was dropped: {_why_dropped(alert)}; there is no step to bisect")
         ready = bench(found, args.profile or measured_with(session, alert.machine.name, alert.benchmark.name).get(
             (alert.machine.name, alert.benchmark.name, alert.params_key)))
         older, newer = bisect.span(alert)  # a confirmed step's: the two commits its re-measurement told apart
@@ -47,3 +49,11 @@ def handle(args: argparse.Namespace) -> int:
         print(shown.bisected(alert))
         named = alert.culprit is not None  # read before the session closes: its objects expire then
     return 0 if named else 1
+
+
+def _why_dropped(alert) -> str:
+    # what dropped it, as the alert keeps it: its re-measurement, or its history
+    from proofbench.reports.check import confirmation
+
+    return confirmation(alert.confirmation) if (alert.confirmation or {}).get("outcome") == "dropped" else \
+        "its history no longer shows the step"
