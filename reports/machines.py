@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from proofbench.analysis.comparison import SubjectFigures
@@ -35,6 +35,12 @@ class MachineColumn:
     run: RunInfo | None
     figures: dict[tuple[str, str], SubjectFigures]
     verdicts: dict[str, Verdict]
+    # where the machine ran several asv environments: each one's newest figures, by environment id
+    environments: dict[int, dict[tuple[str, str], SubjectFigures]] = field(default_factory=dict)
+
+    def figures_in(self, environment_id: int) -> dict[tuple[str, str], SubjectFigures]:
+        """The newest figures of one asv environment (all of them where the machine ran one)."""
+        return self.environments.get(environment_id, self.figures)
 
     def largest(self, subject: str) -> SubjectFigures | None:
         """The subject's figures at the largest size measured here."""
@@ -66,13 +72,16 @@ def _hardware(p: dict[str, Any]) -> str:
 
 
 def column(machine: Machine, label: str, latest: list[SubjectFigures], claims: list[Claim],
-           commit: Commit | None, run: RunInfo | None) -> MachineColumn:
-    """A machine's column, with every claim judged on the figures at the claim's subject's largest size."""
+           commit: Commit | None, run: RunInfo | None,
+           environments: dict[int, list[SubjectFigures]] | None = None) -> MachineColumn:
+    """A machine's column, with every claim judged on the figures at the claim's subject's largest
+    size; `environments`: each asv environment's newest figures, where it ran several."""
     figures = {(f.subject, f.size): f for f in latest}
     gpu = has_gpu(machine)
     verdicts = {c.id: judge(c, largest(figures, c.subject), gpu) for c in claims}
+    apart = {e: {(f.subject, f.size): f for f in found} for e, found in (environments or {}).items()}
     return MachineColumn(machine, label, f"machine-{machine.id}", gpu, _hardware(profile(machine)),
-                         commit, run, figures, verdicts)
+                         commit, run, figures, verdicts, apart)
 
 
 def labels(machines: list[Machine]) -> dict[int, str]:

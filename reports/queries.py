@@ -168,19 +168,20 @@ def run_info(session: Session, machine_id: int, commit_ids: set[int]) -> dict[in
 
 
 def latest_figures(session: Session, machine: Machine, series: list[Series],
-                   commits: list[Commit]) -> list[SubjectFigures]:
-    """Each subject and size at the newest commit that measured it on `machine`.
+                   commits: list[Commit], environment_id: int | None = None) -> list[SubjectFigures]:
+    """Each subject and size at the newest commit that measured it on `machine` (in one asv
+    environment, where `environment_id` names it).
 
     One `figures` query per distinct newest commit (usually one or two), not one per subject.
     """
     newest: dict[tuple[str, str], int] = {}
     for s in series:
-        if s.machine_id == machine.id:
+        if s.machine_id == machine.id and environment_id in (None, s.environment_id):
             key = (s.benchmark.subject, s.size)
             newest[key] = max(newest.get(key, -1), s.last_rank)
     out = []
     for rank in sorted(set(newest.values()), reverse=True):
-        for fig in figures(session, machine, commits[rank].id):
+        for fig in figures(session, machine, commits[rank].id, environment_id=environment_id):
             if newest.get((fig.subject, fig.size)) == rank:
                 out.append(fig)
     return sorted(out, key=lambda f: (f.area, f.subject, f.size))

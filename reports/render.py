@@ -126,7 +126,10 @@ def _columns(session: Session, history: queries.History, claims: list[Claim],
         commit = history.commit(newest) if newest is not None else None
         run = queries.run_info(session, machine.id, {commit.id}).get(commit.id) if commit else None
         latest = queries.latest_figures(session, machine, mine, history.commits)
-        out.append(column(machine, names[machine.id], latest, claims, commit, run))
+        envs = sorted({s.environment_id for s in mine})
+        apart = {e: queries.latest_figures(session, machine, mine, history.commits, e) for e in envs} \
+            if len(envs) > 1 else {}  # a subject page shows each environment's own newest run
+        out.append(column(machine, names[machine.id], latest, claims, commit, run, apart))
     return out
 
 

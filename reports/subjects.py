@@ -189,7 +189,7 @@ def _group(ctx: _Context, group: dict[str, dict[str, Series]], environment: str 
         _memory_chart(ctx, group, order, css, ticks, x_label, marks["peak_memory"]),
         _speedup_chart(ctx, group, order, css, ticks, x_label, marks["time"]),
     ]
-    figures = ctx.column.figures.get((ctx.subject, ctx.key[2]))
+    figures = ctx.column.figures_in(ctx.key[1]).get((ctx.subject, ctx.key[2]))
     return Group(ctx.anchor, ctx.column, ctx.key[2], environment, figures, tuple(c for c in built if c),
                  _strip(ctx, figures, css), tuple(notes), ctx.history.commit(ranks[0]),
                  ctx.history.commit(ranks[-1]), len(ranks))

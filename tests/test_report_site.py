@@ -492,6 +492,34 @@ def test_a_weak_step_is_marked_apart_and_never_open():
     assert changes.Detection([changes.Job(list(range(60)), flat.tolist(), False)]).result() == [[]]  # under 3%
 
 
+def test_each_environment_of_a_machine_shows_its_own_newest_run(tmp_path):
+    # `proofbench run` measures in the existing environment, `history` in a virtualenv: the
+    # existing environment's section showed the virtualenv's newest figures under its own heading
+    import re
+
+    engine = connect(f"sqlite:///{tmp_path / 'envs.sqlite'}")
+    with Session(engine) as session, session.begin():
+        commits = [Commit(hash=f"{i}" * 40, position=i, committed_at=START + dt.timedelta(days=i)) for i in range(3)]
+        bench = Benchmark(name="loading.X.time_call", version="1", subject="loading.x", area="loading",
+                          metric="time", unit="seconds", higher_is_better=False, param_names=["variant", "size"])
+        machine = Machine(name="m", fingerprint="f", profile={})
+        existing, virtualenv = Environment(name="existing-py3.11"), Environment(name="virtualenv-py3.11")
+        session.add_all([*commits, bench, machine, existing, virtualenv])
+        for variant, value in (("baseline", 1.65e-3), ("optimized", 0.44e-3)):
+            session.add(_result(bench, machine, commits[0], existing, variant, value, [value] * 3))
+        for commit in commits:
+            for variant, value in (("baseline", 1.5e-3), ("optimized", 0.908e-3)):
+                session.add(_result(bench, machine, commit, virtualenv, variant, value, [value] * 3))
+    render(engine, tmp_path / "site")
+    page = (tmp_path / "site" / "subjects" / "loading.x.html").read_text()
+    sections = dict(re.findall(r"environment ([\w.-]+)</h3>(.*?)</section>", page, re.S))
+    assert set(sections) == {"existing-py3.11", "virtualenv-py3.11"}
+    assert f"Newest run: commit <code>{'0' * 10}</code>" in sections["existing-py3.11"]
+    assert "440" in sections["existing-py3.11"] and "908" not in sections["existing-py3.11"]
+    assert f"Newest run: commit <code>{'2' * 10}</code>" in sections["virtualenv-py3.11"]
+    assert "908" in sections["virtualenv-py3.11"] and "440" not in sections["virtualenv-py3.11"]
+
+
 def test_a_machine_known_only_from_asv_has_its_gpus_unknown_not_none():
     # asv's machine.json names no GPUs: the report must not say the machine has none
     from proofbench.reports.machines import column, profile_rows

@@ -108,9 +108,10 @@ def machines(session: Session) -> list[Machine]:
 
 
 def figures(session: Session, machine: Machine, commit_id: int | None = None,
-            profiles: Collection[str] | None = None) -> list[SubjectFigures]:
+            profiles: Collection[str] | None = None, environment_id: int | None = None) -> list[SubjectFigures]:
     """Every subject and size measured on `machine` at `commit_id` (default: its latest), of the
-    run profiles named in `profiles` only when given (a CPU profile's results apart from a CUDA one's)."""
+    run profiles named in `profiles` only when given (a CPU profile's results apart from a CUDA one's),
+    and of one asv environment where `environment_id` names it."""
     if commit_id is None:
         newest = latest(session, machine.id)
         if newest is None:
@@ -122,6 +123,8 @@ def figures(session: Session, machine: Machine, commit_id: int | None = None,
                     Benchmark.kind == "subject"))  # plain asv benchmarks have no variants
     if profiles is not None:
         query = query.where(Result.profile.in_(list(profiles)))
+    if environment_id is not None:
+        query = query.where(Result.environment_id == environment_id)
     rows = session.execute(query).all()
     grouped: dict[tuple[str, str], dict[str, list[tuple[Result, Benchmark]]]] = {}
     for result, bench in rows:
