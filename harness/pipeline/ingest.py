@@ -11,13 +11,13 @@ naming it, the benchmark and the field, and the other files still go in.
 
 Rows are labelled from data, never by importing subjects: the suite's labels
 (`proofbench.pipeline.labels`) say what proofbench's own benchmarks mean; any other benchmark
-is a plain asv benchmark, described by its results directory's benchmarks.json.
+is a plain asv benchmark, described by its results directory's benchmarks.json (and relabelled: `_settled`).
 """
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from sqlalchemy import Engine, delete, select, update
@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from proofbench import git
 from proofbench.claim import Claim
+from proofbench.db.alerts import Alert
 from proofbench.db.commits import place
 from proofbench.db.fleet import store_machine
 from proofbench.db.models import Benchmark, ClaimRow, Commit, Environment, IngestedFile, Result
@@ -46,7 +47,7 @@ _TIMING = "time"  # the metric of a timing: asv's type of a time_ benchmark, and
 class IngestReport:
     """What one ingest did: files it stored, files already known (stored before, or by another
     process while this one read them), rows written, refusals (one line each, naming the file)
-    and warnings (files still taken)."""
+    and warnings (files still taken); `relabelled`: benchmarks.json's path: benchmarks it relabelled."""
 
     ingested: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
@@ -54,6 +55,7 @@ class IngestReport:
     refused: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     placed: int = 0
+    relabelled: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,7 @@ class _Known:
     def __init__(self) -> None:
         self.ids: dict[tuple, int] = {}
         self.asv: dict[Path, dict[str, AsvEntry]] = {}
+        self.numbered: dict[int, set[int]] | None = None  # file id: its plain rows named p1..pn (at a known file)
 
     def get(self, session: Session, key: tuple, make) -> tuple[int, bool]:
         """The id under `key`, from an earlier file or made now (then True: keep it only after commit)."""
@@ -125,44 +128,52 @@ class _Known:
 
 
 def ingest(engine: Engine, paths: list[Path], sources: Sources) -> IngestReport:
-    """Take each results file in its own transaction; refusals are collected, not raised.
-    With `sources.branch`, the commits are then placed on its first-parent history."""
+    """Take each results file in its own transaction (a known one: its fallback rows relabelled); refusals
+    are collected, not raised. With `sources.branch`, the commits are then placed on its first-parent history."""
     history = git.first_parent(sources.repo, sources.branch) if sources.repo and sources.branch else None
     report, known = IngestReport(), _Known()
     for path in paths:
         try:
-            _ingest_file(engine, path, sources, report, known)
+            if relabelled := _ingest_file(engine, path, sources, report, known):
+                report.relabelled.setdefault(str(results_file.benchmarks_file(path)), []).extend(relabelled)
         except InputError as exc:
             report.refused.append(str(exc))
     if history is not None:
         with Session(engine) as session, session.begin():
             report.placed = place(session, history, sources.branch)
+    report.warnings.extend(f"{where}: {len(names)} benchmark(s) relabelled from it (first: {names[0][:200]!r}); "
+                           f"their parameters p1..pn renamed" for where, names in report.relabelled.items())
     return report
 
 
-def _ingest_file(engine: Engine, path: Path, sources: Sources, report: IngestReport, known: _Known) -> None:
+def _ingest_file(engine: Engine, path: Path, sources: Sources, report: IngestReport, known: _Known) -> list[str]:
     data = results_file.load_bytes(path)
     digest = hashlib.sha256(data).hexdigest()
-    with Session(engine) as session:
-        if session.scalar(select(IngestedFile.id).where(IngestedFile.sha256 == digest)) is not None:
-            report.unchanged.append(str(path))
-            return
+    with Session(engine) as session, session.begin():
+        known_id = session.scalar(select(IngestedFile.id).where(IngestedFile.sha256 == digest))
+        relabelled = _relabel_known(session, path, known_id, known, report) if known_id is not None else []
+    if known_id is not None:
+        report.unchanged.append(str(path))
+        return relabelled
     parsed = results_file.parse(path, data)
     if parsed.machine in sources.profiles.unusable:
         raise InputError(f"{path}: machine {parsed.machine!r}: its profile is unusable: "
                          f"{sources.profiles.unusable[parsed.machine]}")
-    plain = any(name not in sources.labels for name in parsed.rows)
-    named = _labels(parsed, sources.labels, _asv_entries(path, known, report) if plain else {})
-    unmeasured = {(p.benchmark, p.key): why for p in parsed.points if (why := _not_a_time(p, named[p.benchmark]))}
+    entries = _asv_entries(path, known, report) if any(n not in sources.labels for n in parsed.rows) else {}
+    named = _labels(parsed, sources.labels, entries)
     made: dict[tuple, int] = {}
     with Session(engine) as session, session.begin():
         file_id = _new_file(session, digest, path, len(parsed.points))
         if file_id is None:
             report.unchanged.append(str(path))
-            return
+            return []
         keys = _keys(session, parsed, sources, known, made)
         benchmarks = {name: _benchmark_id(session, name, parsed.rows[name].version, label, known, made)
                       for name, label in named.items()}
+        rows, relabelled = _settled(session, set(benchmarks.values()), entries)
+        named = {n: rows[n] if n in rows and len(rows[n].param_names) == len(label.param_names) else label
+                 for n, label in named.items()}
+        unmeasured = {(p.benchmark, p.key): why for p in parsed.points if (why := _not_a_time(p, named[p.benchmark]))}
         upsert(session, Result, [_values(p, parsed, keys, benchmarks[p.benchmark], named[p.benchmark], file_id,
                                          sources.diagnostics, unmeasured.get((p.benchmark, p.key), ""))
                                  for p in parsed.points], _RESULT_KEY)
@@ -171,6 +182,7 @@ def _ingest_file(engine: Engine, path: Path, sources: Sources, report: IngestRep
     report.rows += len(parsed.points)
     if unmeasured:
         report.warnings.append(_unmeasured_line(path, unmeasured))
+    return relabelled
 
 
 def _new_file(session: Session, digest: str, path: Path, results: int) -> int | None:
@@ -192,13 +204,45 @@ def _storable_path(path: Path) -> str:
 
 
 def _asv_entries(path: Path, known: _Known, report: IngestReport) -> dict[str, AsvEntry]:
-    # benchmarks.json of the file's results directory, read once per ingest (for a file with a
-    # benchmark the suite's labels do not describe)
+    # benchmarks.json of the file's results directory, read once per ingest (for a new file with a
+    # benchmark the suite's labels do not describe, or a known file with a fallback row)
     where = results_file.benchmarks_file(path)
     if where not in known.asv:
         known.asv[where], warnings = labels.read_asv(where)
         report.warnings.extend(warnings)
     return known.asv[where]
+
+
+def _relabel_known(session: Session, path: Path, file_id: int, known: _Known, report: IngestReport) -> list[str]:
+    """Relabel from its benchmarks.json the fallback rows (parameters p1..pn) of a known file's results."""
+    if known.numbered is None:
+        rows = session.execute(select(Benchmark.id, Benchmark.param_names).where(Benchmark.kind == labels.PLAIN))
+        ids, known.numbered = [id_ for id_, names in rows if names and names == labels.numbered(len(names))], {}
+        for id_, file in session.execute(select(Result.benchmark_id, Result.file_id).distinct()
+                                         .where(Result.benchmark_id.in_(ids))) if ids else ():
+            known.numbered.setdefault(file, set()).add(id_)
+    ids = known.numbered.get(file_id)
+    return _settled(session, ids, _asv_entries(path, known, report))[1] if ids else []
+
+
+def _settled(session: Session, ids: set[int], entries: dict[str, AsvEntry]) -> tuple[dict[str, Label], list[str]]:
+    """The label each row in `ids` holds (by name: it names its results' parameters), and the rows relabelled: a
+    fallback row (`labels.relabelled`) takes the label `entries` gives, its results' and alerts' parameters too."""
+    out, relabelled = {}, []
+    for row in session.scalars(select(Benchmark).where(Benchmark.id.in_(ids))).all():
+        stored = Label(**{f.name: getattr(row, f.name) for f in fields(Label)})
+        out[row.name] = new = labels.relabelled(stored, row.name, entries.get(row.name)) or stored
+        if new is not stored:
+            relabelled.append(row.name)
+            session.execute(update(Benchmark).where(Benchmark.id == row.id).values(**asdict(new)))
+            renames = dict(zip(stored.param_names, new.param_names))
+            for model in (Result, Alert):
+                found = session.execute(select(model.id, model.params).where(model.benchmark_id == row.id)).all()
+                renamed = [{"id": id_, "params": {renames[k]: params[k] for k in renames}} for id_, params in found
+                           if isinstance(params, dict) and set(params) == set(renames)]
+                if renamed:
+                    session.execute(update(model), renamed)
+    return out, relabelled
 
 
 def _labels(parsed: ResultsFile, own: dict[str, Label], asv: dict[str, AsvEntry]) -> dict[str, Label]:
@@ -254,11 +298,8 @@ def _fingerprint(params: dict) -> str:
 
 def _benchmark_id(session: Session, name: str, version: str, label: Label, known: _Known, made: dict) -> int:
     key = ("benchmark", name, version)
-    found, new = known.get(session, key, lambda s: insert_or_get(
-        s, Benchmark, {"name": name, "version": version},
-        {"kind": label.kind, "subject": label.subject, "area": label.area, "metric": label.metric,
-         "unit": label.unit, "higher_is_better": label.higher_is_better, "item": label.item,
-         "param_names": list(label.param_names), "details": label.details}))
+    found, new = known.get(session, key, lambda s: insert_or_get(s, Benchmark, {"name": name, "version": version}, {
+        column: value for column, value in asdict(label).items() if column != "version"}))  # its label's columns
     if new:
         made[key] = found
     return found

@@ -9,7 +9,8 @@ subjects, so labelling a row needs the data, not the code (nor torch).
 
 A benchmark without a label is a plain asv benchmark, labelled from what asv says of it in
 its results directory's `benchmarks.json` (type, unit, parameter names), else from its name
-(asv's prefixes: time_, timeraw_, mem_, peakmem_, track_), its parameters then `p1..pn`.
+(asv's prefixes: time_, timeraw_, mem_, peakmem_, track_), its parameters then `p1..pn`: a
+fallback that a later ingest replaces once benchmarks.json names them (`relabelled`).
 """
 from __future__ import annotations
 
@@ -200,8 +201,24 @@ def plain(name: str, version: str, count: int, entry: AsvEntry | None) -> Label:
     """The label of a plain asv benchmark with `count` parameters, from its benchmarks.json
     entry where that has as many parameters, else from its name."""
     kind = entry.type if entry is not None else asv_type(name)
-    names = list(entry.param_names) if entry is not None and len(entry.param_names) == count else \
-        [f"p{i + 1}" for i in range(count)]
+    names = list(entry.param_names) if entry is not None and len(entry.param_names) == count else numbered(count)
     unit = entry.unit if entry is not None else ASV_UNITS[kind]
     return Label(subject="", area="", item="", metric=kind, unit=unit, higher_is_better=False, version=version,
                  param_names=names, details={"type": kind}, kind=PLAIN)
+
+
+def numbered(count: int) -> list[str]:
+    """The names of `count` parameters that benchmarks.json does not name: p1..pn."""
+    return [f"p{i + 1}" for i in range(count)]
+
+
+def relabelled(stored: Label, name: str, entry: AsvEntry | None) -> Label | None:
+    """The label benchmarks.json's `entry` gives a plain benchmark stored with the fallback one
+    (what `plain` gives without an entry: parameters p1..pn, type and unit from its name), or None:
+    `stored` is not that fallback (a label from benchmarks.json is kept), or `entry` does not name
+    as many parameters, or gives the same label (parameters genuinely named p1..pn)."""
+    count = len(stored.param_names)
+    if stored.kind != PLAIN or not count or entry is None or len(entry.param_names) != count:
+        return None
+    label = plain(name, stored.version, count, entry)
+    return label if stored == plain(name, stored.version, count, None) != label else None
