@@ -261,6 +261,23 @@ def test_a_commit_that_did_not_build_gets_that_reason_in_the_sidecar(tmp_path):
         for variant in ("baseline", "optimized")}
 
 
+def test_the_commits_where_no_benchmark_ran_are_named(tmp_path):
+    # a commit that builds and whose benchmarks all fail (its module no longer imports) was said
+    # nowhere: `history` printed only the commits asv could not build
+    def results(commit: str, value: list) -> Path:
+        path = tmp_path / f"{commit[:8]}-virtualenv-py3.11.json"
+        path.write_text(json.dumps({"version": 2, "commit_hash": commit, "env_name": "virtualenv-py3.11",
+                                    "params": {"machine": "box"}, "result_columns": ["result", "params", "version"],
+                                    "results": {"loading.LmdbRead.time_call": [
+                                        value, [["'baseline'", "'optimized'"], ["'tiny'"]], "v1"]}}))
+        return path
+
+    ok, unimportable, unbuilt, nothing = "a" * 40, "b" * 40, "c" * 40, "d" * 40
+    files = (results(ok, [1e-4, None]), results(unimportable, [None, None]), results(unbuilt, [None, None]))
+    outcome = history.HistoryOutcome(0, (ok, unimportable, unbuilt, nothing), "box", tmp_path, files, (unbuilt,), "")
+    assert outcome.no_benchmark_ran() == (unimportable, nothing)
+
+
 def test_the_environment_hides_the_project_tree_from_the_commits(tmp_path, monkeypatch, catalogue):
     import sys
 
@@ -278,6 +295,28 @@ def test_asv_command_runs_the_listed_commits_in_the_virtualenv(tmp_path):
     assert f"--environment=virtualenv:{history.PYTHON}" in cmd
     assert "--record-samples" in cmd and "--skip-existing" in cmd and cmd[-1] == f"HASHFILE:{tmp_path / 'h'}"
     assert "--skip-existing" not in history.asv_command(tmp_path / "c.json", "box", tmp_path / "h", None, rerun=True)
+
+
+def test_two_processes_never_build_commits_in_one_asv_environment_at_once(tmp_path, catalogue):
+    # Two at once (a nightly check measuring again, a bisection by hand) built each other's
+    # commits into the environment's one checkout and cached one commit's wheel under another's
+    # hash, which measured the wrong code from then on. The second is refused at once, naming
+    # who holds the environments; a lock is another open file, as another process's is.
+    from proofbench.errors import RunError
+    from proofbench.pipeline.asv import building
+
+    layout = Layout.under(catalogue, tmp_path / "work")
+    with building(layout):
+        with pytest.raises(RunError, match=r"^.*/work/env: proofbench \S* ?\(pid \d+\) is building and measuring "
+                                           r"commits in these asv environments; two at once build each other's code: "
+                                           r"run this when it is done$"):
+            with building(layout):
+                pass
+    with building(layout):  # given back at the end
+        pass
+    elsewhere = Layout.under(catalogue, tmp_path / "other")
+    with building(layout), building(elsewhere):  # another directory's environments are its own
+        pass
 
 
 # -- end to end: a real repository measured commit by commit ------------------------------
@@ -387,7 +426,10 @@ def test_history_ingests_every_commit_in_first_parent_order(measured):
         for r in rows:
             by_commit.setdefault(r.commit.hash, []).append(r)
         assert set(by_commit) == set(measured["hashes"])
-        assert {(r.status, r.reason) for r in by_commit[measured["broken"]]} == {("failed", history.BUILD_FAILED)}
+        kept = measured["work"] / history.LOG  # asv's output, where the reason says it is
+        assert {(r.status, r.reason) for r in by_commit[measured["broken"]]} == {
+            ("failed", f"{history.BUILD_FAILED} (asv's output: {kept})")}
+        assert measured["broken"][:8] in kept.read_text()
         good = [r for h, rs in by_commit.items() if h != measured["broken"] for r in rs]
         assert all(r.status == "ok" and len(r.samples) >= 3 for r in good)
 

@@ -62,6 +62,9 @@ def handle(args: argparse.Namespace) -> int:
                                    rerun=args.rerun, on_progress=update)
     for commit in measured.outcome.failed_builds:
         say(f"{commit[:8]} did not build; its benchmarks are recorded as failed", style="yellow")
+    for commit in measured.outcome.no_benchmark_ran():
+        say(f"{commit[:8]}: no benchmark gave a measurement (each one's reason is in the report)", style="yellow")
+    say(f"asv's output: {measured.outcome.log_path}")
     status = show_ingest(measured.ingested)
     say(f"environment: {measured.outcome.environment_dir} (kept for the next run)")
     return status

@@ -9,11 +9,13 @@ processes need through environment variables: the profile, the diagnostics file,
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +23,7 @@ from typing import Any, Callable, Iterator
 
 import psutil
 
-from proofbench.errors import InputError
+from proofbench.errors import InputError, RunError
 from proofbench.measure import sidecar
 from proofbench.profile import ENV_VAR as PROFILE_VAR
 from proofbench.profile import FILE_VAR as PROFILES_VAR
@@ -98,6 +100,32 @@ class Layout:
         config = directory / "asv.conf.json"
         config.write_text(json.dumps(conf, indent=2))
         return cls(project, config, directory / "results", own.benchmarks, directory / "env", directory)
+
+
+@contextlib.contextmanager
+def building(layout: Layout) -> Iterator[None]:
+    """Hold `layout`'s asv environments while asv builds and measures commits in them: two
+    processes at once build each other's commits into the one checkout there and cache a wheel
+    of one commit under another's hash, which measures the wrong code from then on. A RunError,
+    at once, where another process holds them (a nightly check and a `bisect` by hand)."""
+    lock = layout.env_dir.with_name(layout.env_dir.name + ".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip()[:200] or "another process"
+            raise RunError(f"{layout.env_dir}: {holder} is building and measuring commits in these asv environments; "
+                           f"two at once build each other's code: run this when it is done") from None
+        handle.truncate(0)
+        handle.write(f"proofbench {' '.join(sys.argv[1:2])} (pid {os.getpid()})".replace("  ", " "))
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.truncate(0)
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _under(base: Path, value: Any) -> Path:

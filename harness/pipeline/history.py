@@ -52,7 +52,7 @@ from proofbench.errors import InputError, RunError
 from proofbench.machine.capture import MachineProfile
 from proofbench.measure import sidecar
 from proofbench.pipeline import asv_log, discovery, results_file, runner
-from proofbench.pipeline.asv import Layout, Progress, drive, environment, read_config
+from proofbench.pipeline.asv import Layout, Progress, building, drive, environment, read_config
 from proofbench.pipeline.ingest import IngestReport, ingest_run
 from proofbench.profile import Profile
 
@@ -60,7 +60,8 @@ PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"  # the shared pack
 ENVIRONMENT = f"virtualenv:{PYTHON}"
 SHARED_SITE = "history-site"
 SHARED_PTH = "proofbench-history-site.pth"
-BUILD_FAILED = "the commit did not build or install (see asv's output of the history run)"
+BUILD_FAILED = "the commit did not build or install"  # and where asv's output of the run is kept
+LOG = "history.log"  # asv's output of the newest run, beside its results directory
 # What the environment must not see of the site-packages proofbench runs from: the installers
 # it has its own copies of, path hooks (.pth files are not read from a path entry anyway), and
 # the distribution under test, which comes from the commit being measured.
@@ -81,6 +82,20 @@ class HistoryOutcome:
     results: tuple[Path, ...]
     failed_builds: tuple[str, ...]
     log: str
+    log_path: Path | None = None  # where `log` is kept
+
+    def no_benchmark_ran(self) -> tuple[str, ...]:
+        """The commits (of those asked for, built) where no benchmark gave a measurement: none
+        imported, say, or asv wrote no results for them."""
+        ran = set()
+        for path in self.results:
+            try:
+                parsed = results_file.read(path)
+            except InputError:
+                continue
+            if any(p.value is not None for p in parsed.points):
+                ran.add(parsed.commit)
+        return tuple(c for c in self.commits if c not in ran and c not in self.failed_builds)
 
 
 def repository(layout: Layout) -> Path:
@@ -279,9 +294,11 @@ def failed_builds(log: str, hashes: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(c for c, text in sections(log, hashes) if re.search(r"·+ Skipping ", text)))
 
 
-def diagnose(log: str, hashes: tuple[str, ...], results: tuple[Path, ...], path: Path) -> int:
+def diagnose(log: str, hashes: tuple[str, ...], results: tuple[Path, ...], path: Path,
+             kept: Path | None = None) -> int:
     """Append to the sidecar why benchmarks failed, as `proofbench run` does: what asv printed
-    under each commit, and for a commit that did not build, that it did not. Returns the count."""
+    under each commit, and for a commit that did not build, that it did not (and where asv's
+    output is `kept`). Returns the count."""
     records = [r for commit, text in sections(log, hashes) for r in asv_log.from_asv_log(text, commit)]
     broken = set(failed_builds(log, hashes))
     for results_path in results:
@@ -291,7 +308,8 @@ def diagnose(log: str, hashes: tuple[str, ...], results: tuple[Path, ...], path:
             continue  # ingest refuses it, naming it
         if parsed.commit in broken:
             records += [sidecar.Record(benchmark=point.benchmark.rsplit(".", 1)[0], params=point.params,
-                                       status="failed", reason=BUILD_FAILED, commit=parsed.commit)
+                                       status="failed", reason=BUILD_FAILED + (f" (asv's output: {kept})" if kept else ""),
+                                       commit=parsed.commit)
                         for point in parsed.points]
     sidecar.append(path, records)
     return len(records)
@@ -303,25 +321,28 @@ def run(layout: Layout, hashes: tuple[str, ...], profile: Profile, machine_profi
     """Measure `hashes` (oldest first) of `repo` with asv in its virtualenv environment; where
     `discovered` names a directory, asv's discovery of the suite is kept there for later runs
     that start at the same commit (`proofbench.pipeline.discovery`)."""
-    runner.write_machine_files(machine_profile, layout)
-    config = write_config(layout, repo, branch)
-    hashfile = config.with_name("history.hashes")
-    hashfile.write_text("\n".join(hashes) + "\n")
-    env = history_environment(layout, profile)
-    under_test = repo / str(json.loads(config.read_text()).get("repo_subdir") or "")  # where asv builds it
-    shared = shared_site(layout.workdir / SHARED_SITE, distribution_name(under_test))
-    setup = prepare_environment(config, layout, env, shared)
-    cmd = asv_command(config, machine_profile.name, hashfile, bench or profile.bench or None, rerun,
-                      keep_discovery=discovered is not None)
-    if discovered is not None:
-        env[discovery.KEPT] = str(discovered.absolute())
-    log = drive(cmd, layout.project.root, env, on_progress)
+    with building(layout):  # its configuration, hash file and environments are this run's alone
+        runner.write_machine_files(machine_profile, layout)
+        config = write_config(layout, repo, branch)
+        hashfile = config.with_name("history.hashes")
+        hashfile.write_text("\n".join(hashes) + "\n")
+        env = history_environment(layout, profile)
+        under_test = repo / str(json.loads(config.read_text()).get("repo_subdir") or "")  # where asv builds it
+        shared = shared_site(layout.workdir / SHARED_SITE, distribution_name(under_test))
+        setup = prepare_environment(config, layout, env, shared)
+        cmd = asv_command(config, machine_profile.name, hashfile, bench or profile.bench or None, rerun,
+                          keep_discovery=discovered is not None)
+        if discovered is not None:
+            env[discovery.KEPT] = str(discovered.absolute())
+        log = drive(cmd, layout.project.root, env, on_progress)
+    kept = layout.results.parent / LOG
+    kept.write_text(setup + log.text, encoding="utf-8", errors="replace")
     results = tuple(path for h in hashes for path in _results_files(layout.results / machine_profile.name, h))
     if log.returncode != 0 and not results:
-        raise RunError("asv run over the range failed:\n" + log.tail())
-    diagnose(log.text, hashes, results, layout.sidecar)
+        raise RunError(f"asv run over the range failed (its output: {kept}):\n" + log.tail())
+    diagnose(log.text, hashes, results, layout.sidecar, kept)
     return HistoryOutcome(log.returncode, hashes, machine_profile.name, layout.env_dir, results,
-                          failed_builds(log.text, hashes), setup + log.text)
+                          failed_builds(log.text, hashes), setup + log.text, kept)
 
 
 def prepare_environment(config: Path, layout: Layout, env: dict[str, str], shared: Path) -> str:
