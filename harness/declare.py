@@ -246,7 +246,10 @@ class Subject:
             raise DeclarationError(f"{where}: duplicate variant names in {names}")
         if len(names) < 2:
             raise DeclarationError(f"{where}: needs a baseline and at least one other variant")
-        size_names = {s.name for s in self.sizes}
+        declared = [s.name for s in self.sizes]
+        if len(set(declared)) != len(declared):  # asv would measure the first of them only
+            raise DeclarationError(f"{where}: duplicate size names in {declared}")
+        size_names = set(declared)
         if not set(SIZE_NAMES) <= size_names:
             missing = ", ".join(n for n in SIZE_NAMES if n not in size_names)
             raise DeclarationError(f"{where}: must declare sizes {', '.join(SIZE_NAMES)}; missing {missing}")

@@ -52,6 +52,12 @@ def test_missing_size_is_refused():
         _subject(sizes=SIZES[:2])
 
 
+def test_a_size_declared_twice_is_refused():
+    # asv measured the first of two sizes named alike, and nothing said so
+    with pytest.raises(DeclarationError, match=r"loading\.demo: duplicate size names in \['tiny', 'tiny', "):
+        _subject(sizes=(Size.of("tiny", n=500), *SIZES))
+
+
 def test_unknown_requirement_is_refused():
     with pytest.raises(DeclarationError, match="unknown requirement"):
         Variant("fp16", lambda x: x, requires=("tpu",))
