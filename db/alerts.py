@@ -133,6 +133,10 @@ def answer(session: Session, alert_id: int, action: str, by: str, note: str = ""
     if action not in ACTIONS:
         raise InputError(f"alert action {action!r}: expected one of {', '.join(ACTIONS)}")
     alert = find(session, alert_id)
+    if alert.status == "dropped":  # measured again or read again, it showed no step
+        verb = "acknowledge" if action == "ack" else action
+        raise InputError(f"alert {alert_id} was dropped: no step stands to {verb} (it is suspected anew where "
+                         f"newer commits show it again)")
     row = AlertAction(alert=alert, action=action, by=by, note=note, at=now())
     session.add(row)
     session.flush()

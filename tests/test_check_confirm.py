@@ -650,6 +650,11 @@ def test_the_bisect_command_refuses_an_alert_its_re_measurement_dropped(suspect,
         line.endswith("; there is no step to bisect") and ": dropped (" in line, line
     with Session(suspect.engine) as session:
         assert session.get(Alert, found.id).bisection is None
+    for action in ("ack", "accept"):  # nor is a dropped step answered
+        assert cli.main(["alerts", action, str(found.id), "--by", "qa", "--db", suspect.url]) == 2
+        verb = "acknowledge" if action == "ack" else action
+        assert capsys.readouterr().err.strip() == (f"proofbench: alert {found.id} was dropped: no step stands to "
+                                                   f"{verb} (it is suspected anew where newer commits show it again)")
 
 
 def test_bisections_run_larger_steps_first_within_one_budget(sqlite_url, monkeypatch):
