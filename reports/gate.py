@@ -32,7 +32,7 @@ def _heading(report: GateReport) -> str:
 
 def _level(report: GateReport) -> str:
     # the intervals' confidence: each series', and all of them together where there are several
-    together = f", {fmt.confidence(1 - ALPHA)} for the {len(report.series)} together" if len(report.series) > 1 else ""
+    together = f", {fmt.confidence(1 - ALPHA)} for the {report.shared} together" if report.shared > 1 else ""
     return f"; intervals at {fmt.confidence(report.confidence)}{' each' if together else ''}{together}"
 
 

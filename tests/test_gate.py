@@ -116,3 +116,15 @@ def test_a_gate_of_many_series_shares_its_five_percent_among_them():
     assert {s.verdict for s in report.series} <= {Verdict.NO_CHANGE, Verdict.INCONCLUSIVE}
     assert "| verdict | series | head / base [99.75% CI] |" in markdown(report)
     assert _judge(_measured({TIME: 1.10})).confidence == 0.95  # one series: 95%
+
+
+def test_a_count_that_never_moves_takes_no_share_of_the_five_percent():
+    # items per call read the same in every round: "95% for the 8 together" where 6 varied
+    from proofbench.reports.gate import text
+
+    measured = _measured({TIME: 1.0, RATE: 1.0})
+    counted = Target("area.S0.track_items", ("x",))
+    rounds = tuple(Round({c: {**r.values[c], counted: 1000.0} for c in r.values}, r.seconds) for r in measured.rounds)
+    report = _judge(Remeasured(measured.commits, rounds, measured.stopped))
+    assert len(report.series) == 3 and report.shared == 2 and report.confidence == pytest.approx(1 - 0.05 / 2)
+    assert "intervals at 97.5% each, 95% for the 2 together" in text(report)

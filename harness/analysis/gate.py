@@ -4,10 +4,11 @@ series judged by the re-measurement rules of the nightly check (`movement`).
 A series moved in its bad direction by at least its minimum step is a regression, in its good
 direction an improvement; no move of that size is "no change"; what the rounds cannot decide is
 "inconclusive" (never a regression). Intervals are over rounds, with the round as the unit as
-in the nightly check's confirmation, at 1 - 0.05 / (the number of series judged) each
-(Bonferroni): every series of a pull request is asked at once, and at 95% each, one series of
-twenty would read "regression" or "improvement" of a change that moved nothing (a comment-only
-commit read "improvement", x0.929 [0.884, 0.975], of three rounds on the example repository).
+in the nightly check's confirmation, at 1 - 0.05 / (the number of series judged whose values
+varied: a count that reads the same in every round tells nothing) each (Bonferroni): every
+series of a pull request is asked at once, and at 95% each, one series of twenty would read
+"regression" or "improvement" of a change that moved nothing (a comment-only commit read
+"improvement", x0.929 [0.884, 0.975], of three rounds on the example repository).
 So the chance of any such word in one gate is at most 5%; the price is more "inconclusive" from
 few rounds. (The nightly check's confirmation asks at 1 - 0.01 / 6 a look, of suspects the
 history already pointed at; the project's `significance` is the history detector's rank-test
@@ -85,6 +86,7 @@ class GateReport:
     seconds: float
     stopped: str
     confidence: float = 1.0 - ALPHA  # each series' interval's
+    shared: int = 0  # the series the gate's ALPHA is shared among: those whose values varied at all
 
     def count(self, verdict: Verdict) -> int:
         return sum(1 for s in self.series if s.verdict is verdict)
@@ -98,16 +100,20 @@ class GateReport:
 def judge(measured: Remeasured, base: str, head: str, thresholds: Callable[[str], Thresholds],
           higher_is_better: Callable[[Target], bool]) -> GateReport:
     """The gate's verdict on every series `measured` holds for both commits, each interval at
-    1 - `ALPHA` / the number of series (see the module docstring)."""
+    1 - `ALPHA` / the number of series whose values varied (see the module docstring; a count
+    that reads the same in every round, items per call, is decided by any interval)."""
     out, targets = [], measured.targets()
-    confidence = 1.0 - ALPHA / max(1, len(targets))
+    varied = [t for t in targets if len({v for v in (*measured.series(head, t), *measured.series(base, t))
+                                         if v is not None}) > 1]  # a count that never moves tells nothing
+    confidence = 1.0 - ALPHA / max(1, len(varied))
     for target in targets:
         limits = thresholds(target.benchmark)
         better_up = limits.higher_is_better if limits.higher_is_better is not None else higher_is_better(target)
         ratio = round_ratio(measured.series(head, target), measured.series(base, target), confidence=confidence)
         moved = movement(ratio, limits.min_step)
         out.append(SeriesVerdict(target, ratio, better_up, limits.min_step, _verdict(moved, better_up)))
-    return GateReport(base, head, tuple(out), len(measured.rounds), measured.seconds, measured.stopped, confidence)
+    return GateReport(base, head, tuple(out), len(measured.rounds), measured.seconds, measured.stopped, confidence,
+                      len(varied))
 
 
 def _verdict(moved: Movement, higher_is_better: bool) -> Verdict:
