@@ -116,17 +116,33 @@ def load_module(name: str) -> Registry:
     except DeclarationError as exc:
         raise DeclarationError(f"{_where(name, exc)}: {exc}") from None
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever stops the import is the user's to see
-        raise UnimportableModule(f"subject module {name!r} cannot be imported: {_why(exc)}") from None
+        raise UnimportableModule(f"subject module {name!r} cannot be imported: {_why(name, exc)}") from None
     return REGISTRY
 
 
-def _why(exc: BaseException) -> str:
-    # One line: the exception's type and message; a syntax error with the file and line it is at
-    # (its own message names only the file's base name).
+def _why(name: str, exc: BaseException) -> str:
+    # One line: the exception's type and message, after the file and line it was raised at (a
+    # syntax error's own; else the deepest line of the project's own files that raised it).
     if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
         return f"{exc.filename}:{exc.lineno}: {type(exc).__name__}: {exc.msg}"
     text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    at = _raised_at(name, exc)
+    return (f"{at}: " if at else "") + (f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+
+
+def _raised_at(name: str, exc: BaseException) -> str:
+    # the deepest frame in the module's own directory, outside installed packages: the user's line
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return ""
+    if spec is None or not spec.origin:
+        return ""
+    home = os.path.dirname(os.path.abspath(spec.origin)) + os.sep
+    frames = [path for f in traceback.extract_tb(exc.__traceback__)
+              if (path := f"{os.path.abspath(f.filename)}:{f.lineno}").startswith(home)
+              and not {"site-packages", "dist-packages"} & set(path.split(os.sep))]
+    return frames[-1] if frames else ""
 
 
 def _where(name: str, exc: BaseException) -> str:

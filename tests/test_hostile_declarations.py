@@ -217,10 +217,11 @@ def test_a_bad_project_file_is_one_line_naming_it(capsys, tmp_path, case):
 
 
 BROKEN_SUBJECTS = {  # the subjects module's text (None: no such module) -> why, after "cannot be imported: "
-    "exits-0": ("import sys\nsys.exit(0)\n", "SystemExit: 0"),
-    "exits-3": ("import sys\nsys.exit(3)\n", "SystemExit: 3"),
-    "exits-with-text": ("import sys\nsys.exit('bye')\n", "SystemExit: bye"),
-    "exits-bare": ("raise SystemExit\n", "SystemExit"),
+    "exits-0": ("import sys\nsys.exit(0)\n", "{file}:2: SystemExit: 0"),
+    "exits-3": ("import sys\nsys.exit(3)\n", "{file}:2: SystemExit: 3"),
+    "exits-with-text": ("import sys\nsys.exit('bye')\n", "{file}:2: SystemExit: bye"),
+    "exits-bare": ("raise SystemExit\n", "{file}:1: SystemExit"),
+    "name-error": ("x = 1\nraise_me = undefined_name\n", "{file}:2: NameError: name 'undefined_name' is not defined"),
     "syntax-error": ("x = 1\ndef broken(:\n", "{file}:2: SyntaxError: invalid syntax"),
     "missing": (None, "ModuleNotFoundError: No module named {module!r}"),
 }
