@@ -207,17 +207,20 @@ def _starts(f: Finding, tick: str = "", quote: bool = True, place=None) -> str:
     # where the step starts and its commit's subject line (and `place(commit)`, where it is
     # given): the first bad commit where bisection named it, with the measured range it lies in
     # ("at X" alone where that holds one commit)
-    said = repr if quote else str
+    def said(commit: CommitRef) -> str:
+        if not commit.subject:
+            return "(subject unknown: no repository was read)"
+        return repr(commit.subject) if quote else commit.subject
+
     if f.culprit is None:
-        return f"{where(f.commit, f.previous, tick)} {said(f.commit.subject)}" + (f" ({place(f.commit)})" if place
-                                                                                  else "")
+        return f"{where(f.commit, f.previous, tick)} {said(f.commit)}" + (f" ({place(f.commit)})" if place else "")
     # the range it lies in, where that holds more than one commit and the culprit is placed in it
     # (a commit only bisection measured has no place in the order until the branch is placed again)
     inside = f.previous is not None and f.previous.rank < f.culprit.rank <= f.commit.rank
     within = where(f.commit, f.previous, tick)
     within = f", {within.removeprefix('in ')}" if inside and not within.startswith("at ") else ""
     told = ([place(f.culprit)] if place and f.culprit.rank >= 0 else []) + [f"bisected{within}"]
-    return f"at {tick}{f.culprit.short}{tick} {said(f.culprit.subject)} ({'; '.join(told)})"
+    return f"at {tick}{f.culprit.short}{tick} {said(f.culprit)} ({'; '.join(told)})"
 
 
 def _place(commit: CommitRef) -> str:

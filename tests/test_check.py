@@ -530,6 +530,18 @@ def test_a_suspect_the_history_no_longer_shows_is_dropped_once_not_kept_suspecte
         assert session.scalar(select(Alert.status).where(Alert.id == suspect["id"])) == "dropped"
 
 
+def test_a_commit_known_only_from_asv_results_is_said_to_have_no_subject(step, capsys):
+    # results ingested without their repository: the subject line is not known, not ''
+    from sqlalchemy import update
+
+    with Session(step.engine) as session, session.begin():
+        session.execute(update(Commit).values(subject=""))
+    capsys.readouterr()
+    assert _check(step.url, "--no-confirm", fmt="text") == 1
+    out = capsys.readouterr().out
+    assert f"at {_hash(10)[:8]} (subject unknown: no repository was read)" in out and "''" not in out
+
+
 def test_a_rule_whose_pattern_matches_no_series_is_named(sqlite_url, capsys, tmp_path):
     """A rule's pattern is a shell-style wildcard; one written as a regular expression matches
     nothing, and the check says so instead of applying the defaults without a word."""
