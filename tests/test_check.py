@@ -61,7 +61,7 @@ class History:
             ids = {"machine": session.scalar(select(Machine.id).where(Machine.name == machine)),
                    "env": session.scalar(select(Environment.id))}
             for name, level in levels.items():
-                bench = session.scalar(select(Benchmark).where(Benchmark.name == name))
+                bench = session.scalar(select(Benchmark).where(Benchmark.name == name).order_by(Benchmark.id.desc()))
                 samples = [float(level * np.exp(self.rng.normal(0, 0.01))) for _ in range(5)]
                 session.add(Result(benchmark_id=bench.id, machine_id=ids["machine"], commit_id=commit.id,
                                    environment_id=ids["env"], params=params,
@@ -530,6 +530,45 @@ def test_a_suspect_the_history_no_longer_shows_is_dropped_once_not_kept_suspecte
         assert session.scalar(select(Alert.status).where(Alert.id == suspect["id"])) == "dropped"
 
 
+def test_a_suspect_the_history_cannot_decide_yet_stays_suspected_past_five_points(sqlite_url, capsys):
+    """A +93% step with one noisy point on either side (a plain asv suite's series, a walkthrough's
+    own): suspected with five points after it. With six, past the five points a suspicion looks
+    back, the history could neither decide it nor suspect it anew, and the check dropped it "by the
+    history": a real regression gone with a false reason. It stays suspected until decided."""
+    h = History(sqlite_url)
+    levels = [55.8, 55.0, 74.1, 55.5, 108.0, 106.8, 109.4, 93.6, 108.7, 106.2, 107.0, 107.5]
+    states = []
+    for position, level in enumerate(levels):
+        h.night(position, {TIME: level * 1e-6})
+        if position >= 8:
+            _, report = check_json(sqlite_url, capsys, "--no-confirm")
+            states.append([(a["state"], a["commit"]["hash"]) for a in report["alerts"]])
+    assert states[:3] == [[("suspected", _hash(4))]] * 3  # five, six and seven points after it
+    assert ("new", _hash(4)) in states[-1] and not any(s == "dropped" for night in states for s, _ in night)
+
+
+def test_a_bisected_alert_goes_to_its_first_bad_commit_once_a_history_measures_it(sqlite_url, capsys):
+    # every other commit measured: the alert stood at the first measured commit after the step,
+    # bisection named the one before it; a later history measured that one too, and the report
+    # still listed the step beside the commit after it (a comment-only one)
+    h = History(sqlite_url)
+    h.nights(0, 10, {TIME: 1.0e-3})
+    h.nights(12, 22, {TIME: 1.3e-3})
+    _, first = check_json(sqlite_url, capsys, "--no-confirm")
+    (alert,) = first["alerts"]
+    assert (alert["state"], alert["commit"]["hash"]) == ("new", _hash(12))
+    with Session(h.engine) as session, session.begin():
+        culprit = Commit(hash=_hash(10), subject="Change number 10", branch="main", position=10)
+        session.add(culprit)
+        session.flush()
+        session.get(Alert, alert["id"]).culprit_id = culprit.id  # what `proofbench bisect` stores
+    h.nights(10, 12, {TIME: 1.3e-3})
+    check_json(sqlite_url, capsys, "--no-confirm")
+    with Session(h.engine) as session:
+        moved = session.get(Alert, alert["id"])
+        assert (moved.commit.hash, moved.previous_commit.hash) == (_hash(10), _hash(9))
+
+
 def test_a_commit_known_only_from_asv_results_is_said_to_have_no_subject(step, capsys):
     # results ingested without their repository: the subject line is not known, not ''
     from sqlalchemy import update
@@ -540,6 +579,34 @@ def test_a_commit_known_only_from_asv_results_is_said_to_have_no_subject(step, c
     assert _check(step.url, "--no-confirm", fmt="text") == 1
     out = capsys.readouterr().out
     assert f"at {_hash(10)[:8]} (subject unknown: no repository was read)" in out and "''" not in out
+
+
+def _new_version(h: History) -> None:
+    # the benchmark's code changed: asv gives it a new version, a series of its own from here on
+    with Session(h.engine) as session, session.begin():
+        session.add(Benchmark(name=TIME, version="2", subject="loading.lmdb_read", area="loading", metric="time",
+                              unit="seconds", higher_is_better=False))
+
+
+def test_a_series_a_newer_version_of_its_benchmark_goes_on_from_has_no_suspect_at_its_end(tmp_path, capsys):
+    """A step in the last points of a benchmark's old asv version can never be decided: its series
+    gets no newer points. Published BLAS results printed 160 such suspects on every check. One
+    suspected before the version changed stays as it was, never dropped for a reason it lacks."""
+    fresh, before = (f"sqlite:///{tmp_path / name}" for name in ("fresh.sqlite", "before.sqlite"))
+    histories = [History(fresh), History(before)]
+    for h in histories:
+        h.nights(0, 20, {TIME: 1.0e-3})
+        h.night(20, {TIME: 1.3e-3})
+    _, first = check_json(before, capsys, "--no-confirm")
+    assert [(a["state"], a["commit"]["hash"]) for a in first["alerts"]] == [("suspected", _hash(20))]
+    for h in histories:
+        _new_version(h)
+        h.nights(21, 30, {TIME: 0.8e-3})
+    for url in (fresh, before):
+        _, report = check_json(url, capsys, "--no-confirm")
+        assert [a for a in report["alerts"] if a["series"]["version"] == "1"] == []
+    with Session(connect(before)) as session:
+        assert session.scalar(select(Alert.status).where(Alert.id == first["alerts"][0]["id"])) == "suspected"
 
 
 def test_a_rule_whose_pattern_matches_no_series_is_named(sqlite_url, capsys, tmp_path):

@@ -492,3 +492,30 @@ def test_a_steady_drift_is_still_read_as_a_drift_not_as_a_young_step(length):
     # last points cannot set the slope): a steady 1% a commit is no step at its end
     values = _noisy([1.0 * 1.01 ** i for i in range(length)], cv=0.003, seed=5)
     assert not detect(values, suspected=True)
+
+
+NOISY_STEP = [55.8, 55.0, 74.1, 55.5, 108.0, 106.8, 109.4, 93.6, 108.7, 106.2, 107.0, 107.5]  # µs, a +93% step at 4
+
+
+def test_a_suspect_stays_suspected_while_the_history_shows_it_and_cannot_decide_it():
+    # A plain asv suite's series: one noisy point on either side of a +93% step. With five points
+    # after it, it is suspected; with six and seven it lies past the five points a suspicion looks
+    # back, the noisy points keep it under the decided gates (4 against 6 points: the rank test's
+    # best p is 0.0095), and eleven points read as a drift: nothing was found, and the check
+    # dropped the suspect ("its newer points no longer show this step"). Held, it stays suspected
+    # until the history decides it.
+    def found(n, held=()):
+        return [(cp.index, cp.suspected) for cp in detect(NOISY_STEP[:n], suspected=True, held=held)]
+    assert found(9) == [(4, True)]
+    assert found(10) == found(11) == []  # what the rule alone reaches
+    assert found(10, held=[(4, 1)]) == found(11, held=[(4, 1)]) == [(4, True)]
+    assert found(12, held=[(4, 1)]) == found(12) == [(4, False)]  # decided: no longer held
+
+
+def test_a_held_suspect_goes_where_the_history_no_longer_shows_it():
+    # one slow point at the end was suspected; the points after it are back at the old level
+    # (under the check's 3% floor: at half of it a suspect is no longer held)
+    values = _noisy([1.0] * 20 + [1.25] + [1.0] * 7, cv=0.01, seed=3)
+    assert [cp.index for cp in detect(values[:21], suspected=True, min_step=0.03)] == [20]
+    assert detect(values, suspected=True, min_step=0.03, held=[(20, 1)]) == []
+    assert detect(NOISY_STEP[:10], suspected=True, held=[(4, -1)]) == []  # a rise is not the fall held

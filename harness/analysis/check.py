@@ -27,6 +27,11 @@ as `dropped` and not measured again until a commit newer than those it compared 
 still suspected, it is suspected anew: the new commit may be the step); inconclusive, or where
 it cannot be measured again (another machine's series, no repository to build, confirmation
 off), it stays suspected with the reason, and the history decides it once enough points are in.
+Until then a suspected step stays suspected while the history still shows it at its place by
+the rule's gates (`detect`'s `held`), however many points stand after it; one the newer points
+no longer show there is dropped by the history. A series that a newer asv version of its
+benchmark goes on from (`series.superseded`) gets no newer points: nothing is suspected at its
+end, and what was suspected there stays as it was.
 
 The check reports new alerts, suspected ones, alerts still open, those dropped and those resolved
 tonight. Its exit status is 1 when there is a new regression (or, with fail_on="open", any open
@@ -93,8 +98,9 @@ def run_check(engine: Engine, branch: str, *, since: str | None = None, repo: Pa
         session.add(run)
         session.flush()
         all_series = series_mod.load(session, branch, order)
-        raised, resolved, asked = _update_alerts(session, all_series, run, order, settings)
-        gone = _gone(session, all_series, run, order, bound)
+        ended = series_mod.superseded(all_series)
+        raised, resolved, asked = _update_alerts(session, all_series, run, order, settings, ended)
+        gone = _gone(session, [s for s in all_series if s.key not in ended], run, order, bound)
         confirmed, dropped = confirm.settle(asked, confirming, settings)
         _to_span(session, [x for x in asked if x[0] in confirmed])
         dropped += gone
@@ -119,10 +125,12 @@ def _iso(value: dt.datetime | None) -> str:
 
 
 def _update_alerts(session: Session, all_series: list[Series], run: CheckRun, order: Order,
-                   settings: CheckSettings) -> tuple[list[Alert], list[Alert], list[confirm.Suspected]]:
+                   settings: CheckSettings, ended: set[SeriesKey]
+                   ) -> tuple[list[Alert], list[Alert], list[confirm.Suspected]]:
     """Match tonight's change points to known alerts; returns the alerts raised, those resolved,
     and the steps to measure again (with their series and change point): the suspected ones
-    and those the history decided tonight."""
+    and those the history decided tonight. A series a newer version of its benchmark goes on
+    from (`ended`) has no suspects: nothing could ever decide them."""
     known: dict[SeriesKey, list[Alert]] = {}
     for alert in session.scalars(select(Alert).order_by(Alert.id)):
         known.setdefault(_key(alert), []).append(alert)
@@ -131,7 +139,9 @@ def _update_alerts(session: Session, all_series: list[Series], run: CheckRun, or
     rank = {i: c.rank for i, c in order.commits.items()}
     for s in all_series:
         alerts = known.setdefault(s.key, [])
-        for cp in _changes(s, settings):
+        held = [(i, a.direction) for a in alerts
+                if a.status == "suspected" and (i := s.index_of(a.commit_id)) is not None]
+        for cp in _changes(s, settings, held, suspect=s.key not in ended):
             match = next((a for a in alerts if _same(s, a, cp, rank)), None)
             decided = False  # raised tonight by the history's word
             if match is None:
@@ -145,6 +155,7 @@ def _update_alerts(session: Session, all_series: list[Series], run: CheckRun, or
             elif match.status == "dropped" and cp.suspected and confirm.newer_than_remeasured(s, match):
                 _restate(match, "suspected", s, cp, alerts)  # a new commit since the re-measurement: ask again
             match.seen_by_id = run.id
+            _to_culprit(session, match, s)
             raised += [match] if decided else []
             if match.status == "suspected" or decided:
                 asked.append((match, s, cp))
@@ -191,6 +202,19 @@ def _to_span(session: Session, confirmed: list[confirm.Suspected]) -> None:
             reach_back(session, alert, s.points[first].commit.id)
 
 
+def _to_culprit(session: Session, alert: Alert, s: Series) -> None:
+    """A bisected alert stands at the first measured commit at or after its first bad commit
+    (`db.alerts.move`): once a later history measures that commit, the alert goes there, and
+    every view names the commit bisection found (the report listed the step beside a
+    comment-only commit after it)."""
+    if alert.culprit_id is None or alert.culprit_id == alert.commit_id:
+        return
+    measured = [p.commit.hash for p in s.points if p.value is not None]
+    culprit = next((p.commit.hash for p in s.points if p.commit.id == alert.culprit_id and p.value is not None), None)
+    if culprit is not None:
+        move(session, alert, measured, culprit, culprit)
+
+
 def _key(alert: Alert) -> SeriesKey:
     return SeriesKey(alert.machine_id, alert.environment_id, alert.benchmark_id, alert.params_key)
 
@@ -208,13 +232,15 @@ def _restate(alert: Alert, status: str, s: Series, cp: ChangePoint, alerts: list
     alert.p_value, alert.score = cp.p_value, cp.score
 
 
-def _changes(s: Series, settings: CheckSettings) -> list[ChangePoint]:
+def _changes(s: Series, settings: CheckSettings, held: list[tuple[int, int]], suspect: bool) -> list[ChangePoint]:
+    # tonight's change points of `s`; with `suspect`, a step too new to decide, and its suspected
+    # alerts' places (`held`) tested again, as `detect` does
     samples = s.samples
     rule = settings.for_benchmark(s.benchmark)
     higher = s.higher_is_better if rule.higher_is_better is None else rule.higher_is_better
     found = detect(s.levels, samples=samples if any(x is not None for x in samples) else None,
-                   higher_is_better=higher, min_step=rule.min_step, alpha=rule.significance, suspected=True,
-                   tuning=replace(DEFAULT, z_suspect=rule.suspect_from))
+                   higher_is_better=higher, min_step=rule.min_step, alpha=rule.significance, suspected=suspect,
+                   held=held, tuning=replace(DEFAULT, z_suspect=rule.suspect_from))
     return [cp for cp in found if not cp.weak]  # a weak step is shown, never alerted
 
 

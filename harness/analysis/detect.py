@@ -63,13 +63,15 @@ How a step is found (`tools.detect_evaluation` measures how well; one boundary's
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
+
+import numpy as np
 
 from proofbench.analysis import scan
 from proofbench.analysis.noise_model import NoiseModel
-from proofbench.analysis.segmentation import settle
-from proofbench.analysis.shift import DEFAULT, Series, Test, Tuning, evaluate, prepare
+from proofbench.analysis.segmentation import Boundary, settle
+from proofbench.analysis.shift import DEFAULT, Series, Test, Tuning, evaluate, prepare, slope_shows_before
 
 MIN_STEP = 0.03  # the nightly check's default floor: smaller steps are not alerted
 ALPHA = 0.001  # significance level of the rank test
@@ -119,7 +121,8 @@ class ChangePoint:
 def detect(values: Sequence[float | None], *,
            samples: Sequence[Sequence[float] | None] | None = None,
            higher_is_better: bool = False, min_step: float = 0.0, alpha: float = ALPHA,
-           suspected: bool = False, tuning: Tuning = DEFAULT) -> list[ChangePoint]:
+           suspected: bool = False, held: Sequence[tuple[int, int]] = (),
+           tuning: Tuning = DEFAULT) -> list[ChangePoint]:
     """The steps in one history, oldest first, decided and weak (`ChangePoint.weak`).
 
     `values`: one number per commit, in commit order; None or NaN for a failed or skipped
@@ -143,7 +146,13 @@ def detect(values: Sequence[float | None], *,
     step, and are none). The places that fail go, and the place is chosen again among the
     others of that direction: knowing the modes takes a suspect away or moves it, never makes
     one. It stays suspected until a re-measurement confirms or drops it, or the history
-    decides it.
+    decides it: `held` names the steps suspected before, (index, direction), and each that the
+    rule no longer reaches (more points after it) and no decided boundary reads is tested at its
+    own place, between the decided boundaries around it. While its sides are too short for the
+    rank test ever to reach `alpha` (4 points against 6: at best 0.0095), it is suspected again
+    where that test passes the rule's other gates: a +93% step with one noisy point on either
+    side was otherwise neither decided nor suspected with six points after it. Once they are
+    long enough, the history has had its say.
     """
     s = prepare(values, samples)
     if s is None or len(s.y) < tuning.min_points:
@@ -157,6 +166,8 @@ def detect(values: Sequence[float | None], *,
                     if b.decided or n - b.test.window[1] > tuning.suspect_after), default=0)
         suspect = _suspect(s, last, min_step, alpha, tuning, noise)
         changes += [_change(s, suspect, higher_is_better, suspected=True)] if suspect else []
+        changes += [_change(s, t, higher_is_better, suspected=True)
+                    for t in _held(s, held, boundaries, suspect, min_step, alpha, tuning, noise)]
     return changes
 
 
@@ -189,6 +200,34 @@ def _suspect(s: Series, last: int, min_step: float, alpha: float, tuning: Tuning
     same = [t for t in tests if (t.delta > 0) == (direction > 0)]
     return _placed(s, last, [t for t in same if not _testable(t, tuning)
                              or _modes_p(s, t, noise, direction) <= tuning.p_suspect], tuning)
+
+
+def _held(s: Series, held: Sequence[tuple[int, int]], boundaries: list[Boundary], suspect: Test | None,
+          min_step: float, alpha: float, tuning: Tuning, noise: NoiseModel) -> list[Test]:
+    """The steps suspected before that stay suspected (the rule is in `detect`'s docstring):
+    not within `min_side` points of a decided boundary or of tonight's suspect in its direction
+    (the same step, read a commit off), and while the rank test cannot decide them (its floor
+    above `alpha`: measured again night after night, a step with no end to it would cost false
+    alerts)."""
+    n = len(s.y)
+    decided = sorted(b.test.window[1] for b in boundaries if b.decided)
+    near = decided + ([suspect.window[1]] if suspect is not None else [])
+    kept: dict[int, Test] = {}
+    for index, direction in held:
+        k = int(np.searchsorted(s.positions, index))
+        if k >= n or k in kept or any(abs(d - k) < tuning.min_side for d in near):
+            continue
+        a, b = max((d for d in decided if d < k), default=0), min((d for d in decided if d > k), default=n)
+        # a drift that does not show before the step may be the step itself (a short history)
+        flat = s if not s.drift or slope_shows_before(s, decided, k, tuning) else replace(s, drift=0.0, drift_se=0.0)
+        t = evaluate(flat, (a, k, b), alpha, tuning)
+        if k - a < tuning.min_side or t.floor <= alpha or (t.delta > 0) != (direction > 0) \
+                or abs(t.z) < tuning.z_suspect or t.size(s.scale) < tuning.suspect_size * min_step:
+            continue
+        if not _testable(t, tuning) or (t.p <= tuning.p_suspect and (
+                noise.modes == 1 or _modes_p(flat, t, noise, direction) <= tuning.p_suspect)):
+            kept[k] = t
+    return list(kept.values())
 
 
 def _placed(s: Series, last: int, tests: list[Test], tuning: Tuning) -> Test | None:

@@ -19,7 +19,16 @@ from asv.step_detect import solve_potts_approx
 
 from proofbench.analysis import noise_model, scan
 from proofbench.analysis.noise_model import NoiseModel
-from proofbench.analysis.shift import Series, Test, Tuning, evaluate, median, share_after, slope_before, with_slope
+from proofbench.analysis.shift import (
+    Series,
+    Test,
+    Tuning,
+    evaluate,
+    median,
+    share_after,
+    slope_shows_before,
+    with_slope,
+)
 
 REFITS = 2  # readings with a drift: the slope within the strict segments, then within the sensitive ones
 THEIL_SEN_BREAKDOWN = 0.5  # the share of its pairs that can carry a Theil-Sen slope anywhere (29% of its points)
@@ -54,7 +63,7 @@ def settle(s: Series, alpha: float, tuning: Tuning) -> tuple[Series, list[Bounda
     bounds = [t.window[1] for t in keep(s, candidates, alpha, tuning)]
     for _ in range(REFITS):
         drifting = with_slope(s, bounds)
-        if not drifting.drift or not _drifts_early(s, bounds, drifting.drift, tuning):
+        if not drifting.drift or not _drifts_early(drifting, bounds, tuning):
             break
         reading = _reading(drifting, alpha, tuning, tuning.drift_cost, proposals(drifting, tuning))
         best = reading if reading.cost < best.cost else best
@@ -66,21 +75,14 @@ def settle(s: Series, alpha: float, tuning: Tuning) -> tuple[Series, list[Bounda
     return best.series, _gated(best.series, final, alpha, tuning), best.noise
 
 
-def _drifts_early(s: Series, bounds: list[int], drift: float, tuning: Tuning) -> bool:
+def _drifts_early(s: Series, bounds: list[int], tuning: Tuning) -> bool:
     """Whether the slope stands without the history's last `suspect_after` points. Where the
     pairs that reach them are more than Theil-Sen's breakdown share of the pairs the slope is
     pooled from (half of them: 29% of the points; a history of about 17 points or fewer), a
     young step among them, no boundary yet, can set the slope alone, and the step would go out
-    with the drift: there the slope must show before them too, evident (`slope_t` standard
-    errors), of the same sign and at least half as steep."""
+    with the drift: there the slope must show before them too (`shift.slope_shows_before`)."""
     stop = len(s.y) - tuning.suspect_after
-    if share_after(bounds, len(s.y), stop) < THEIL_SEN_BREAKDOWN:
-        return True
-    found = slope_before(s, bounds, stop)
-    if found is None:
-        return False
-    early, se = found
-    return early * drift > 0 and abs(early) >= max(abs(drift) / 2, tuning.slope_t * se)
+    return share_after(bounds, len(s.y), stop) < THEIL_SEN_BREAKDOWN or slope_shows_before(s, bounds, stop, tuning)
 
 
 def _reading(s: Series, alpha: float, tuning: Tuning, extra: float, candidates: list[int]) -> Reading:

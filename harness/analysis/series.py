@@ -172,6 +172,18 @@ def load(session: Session, branch: str, within: Order | None = None) -> list[Ser
     return out
 
 
+def superseded(all_series: list[Series]) -> set[SeriesKey]:
+    """The series a newer asv version of their benchmark goes on from (the same machine,
+    environment and parameters, its first point after their last): they will have no newer
+    points, so a step at their end can never be decided."""
+    spans: dict[tuple[int, int, str, str], list[tuple[int, int, SeriesKey]]] = {}
+    for s in all_series:
+        if s.points:
+            spans.setdefault((s.key.machine_id, s.key.environment_id, s.benchmark, s.key.params_key), []).append(
+                (s.points[0].commit.rank, s.points[-1].commit.rank, s.key))
+    return {key for group in spans.values() for _, last, key in group if any(first > last for first, _, _ in group)}
+
+
 def _group(rows, commits: dict[int, CommitRef]) -> Iterator[tuple[SeriesKey, tuple[SeriesPoint, ...]]]:
     current: SeriesKey | None = None
     points: list[SeriesPoint] = []

@@ -189,6 +189,17 @@ def slope_before(s: Series, bounds: list[int], stop: int) -> tuple[float, float]
     return _pooled_slope(s, s.y, _spans(bounds, stop))
 
 
+def slope_shows_before(s: Series, bounds: list[int], stop: int, tuning: Tuning) -> bool:
+    """Whether `s`'s drift shows in its first `stop` points alone: their slope (`slope_before`)
+    evident (`slope_t` standard errors), of the drift's sign and at least half as steep. A young
+    step among the later points could otherwise set the drift by itself."""
+    found = slope_before(s, bounds, stop)
+    if found is None:
+        return False
+    early, se = found
+    return early * s.drift > 0 and abs(early) >= max(abs(s.drift) / 2, tuning.slope_t * se)
+
+
 def share_after(bounds: list[int], n: int, stop: int) -> float:
     """The share of the pairs `with_slope` pools over `n` points that reach a point from `stop`
     on (0 where it pools none)."""

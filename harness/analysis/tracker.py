@@ -75,7 +75,8 @@ class Tracker:
 
     @property
     def suspected(self) -> tuple[ChangePoint, ...]:
-        """Tonight's suspected step (at most one), unless it is alerted or was rejected."""
+        """Tonight's suspected steps, unless alerted or rejected: the one at the history's end
+        (at most one), and those suspected before that it still shows (`detect`'s `held`)."""
         return self._suspected
 
     def add(self, value: float | None, samples: Sequence[float] | None = None) -> list[ChangePoint]:
@@ -123,9 +124,10 @@ class Tracker:
             found = list(self.detector(self._values[start:]))
         else:
             samples = self._samples[start:]
+            held = [(cp.index - start, cp.direction) for cp in self._suspected if cp.index >= start]
             found = detect(self._values[start:], samples=samples if any(s is not None for s in samples) else None,
                            higher_is_better=self.higher_is_better, min_step=self.min_step, alpha=self.alpha,
-                           suspected=True, tuning=self.tuning)
+                           suspected=True, held=held, tuning=self.tuning)
         found = [replace(c, index=c.index + start) for c in found if not c.weak]
         return [c for c in found if not c.suspected], [c for c in found if c.suspected]
 
