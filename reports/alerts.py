@@ -87,8 +87,9 @@ def bisected(alert: Alert) -> str:
         head = (f"alert {alert.id}: could not tell which commit: the step lies in "
                 f"{b.get('first', '')[:8]}..{b.get('last', '')[:8]}{ran_out(b)}")
     read = {s["commit"] for s in b.get("steps", []) if s["side"] != "failed"}  # of the commits between
+    failed = {s["commit"] for s in b.get("steps", []) if s["side"] == "failed"} - read
     measured = (f" ({measurements(b)} measurement(s) of {len(read)} of the {b.get('between', 0)} commit(s) it may "
-                f"start at, {b.get('seconds', 0):.0f} s)")
+                f"start at{f' ({len(failed)} more failed)' if failed else ''}, {b.get('seconds', 0):.0f} s)")
     return fmt.visible("\n".join([head + measured, *lines]))
 
 
@@ -98,9 +99,11 @@ def measurements(b: dict | None) -> int:
 
 
 def ran_out(b: dict | None) -> str:
-    """' (the budget of N s ran out)' where a time budget ended a bisection, else ''."""
+    """' (stopped by its budget of N s: ...)' where a time budget ended a bisection, else '' (it
+    stops where its next measurement would not fit in what is left, not only once all is spent)."""
     b = b or {}
-    return f" (the budget of {b.get('budget', 0):g} s ran out)" if b.get("stopped") == "budget" else ""
+    return (f" (stopped by its budget of {b.get('budget', 0):g} s: its next measurement would not fit)"
+            if b.get("stopped") == "budget" else "")
 
 
 def checked(b: dict | None) -> str:

@@ -542,6 +542,10 @@ def test_the_bisect_command_lists_every_measurement_and_the_check():
     assert lines[3] == "checked: aaaaaaaa beside d0b2acd2 read at the old level"
     assert lines[2].split() == ["bbbbbbbb", "1.1", "ms", "after"]
     assert len(lines) == 6 and all(line.split() == ["aaaaaaaa", "1", "ms", "before"] for line in lines[:2] + lines[4:])
+    failed = {"commit": "c" * 12, "value": None, "side": "failed"}  # tried, and it failed: counted apart
+    alert.bisection["steps"] = [step, failed, after]
+    assert bisected(alert).splitlines()[0].endswith("(5 measurement(s) of 2 of the 3 commit(s) it may start at "
+                                                    "(1 more failed), 12 s)")
 
 
 def test_the_check_says_where_a_bisected_step_starts_by_its_culprit_within_the_measured_range():
@@ -704,7 +708,7 @@ def test_a_bisection_the_budget_stopped_says_so_in_its_json_and_notes(suspect, m
     assert pace.first >= 0.05 and pace.again == 0.0  # what the next bisection would plan with
     assert "check" not in b and (b["first"], b["last"]) == (_hash(11), _hash(13))
     assert culprit(None, b) == (f"bisection could not tell: the step lies in {_hash(11)[:8]}..{_hash(13)[:8]} "
-                                f"(the budget of 0.12 s ran out)")
+                                f"(stopped by its budget of 0.12 s: its next measurement would not fit)")
 
 
 def test_another_machines_alert_is_not_bisected_here(suspect, monkeypatch):
