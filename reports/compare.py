@@ -130,7 +130,8 @@ def _plain_table(comparison):
     from rich.table import Table
 
     a, b = comparison.a.name, comparison.b.name
-    table = Table(title=fmt.cell(f"asv benchmarks at commit {comparison.plain_commit[:10]} (A/B below 1: lower on A)"))
+    table = Table(title=fmt.cell(f"asv benchmarks at commit {comparison.plain_commit[:10]} (A/B below 1: lower on A; "
+                                 f"one value each, no interval)"))
     for column in ("benchmark", "parameters", a, b, "A/B"):
         table.add_column(fmt.cell(column))
     for p in comparison.plain:

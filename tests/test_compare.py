@@ -216,6 +216,7 @@ def test_compare_lists_parameter_sets_in_the_report_pages_numeric_order(sqlite_u
     text = capsys.readouterr().out
     rows = [text.index(f"size={size}, variant={variant}") for size, variant in numeric]
     assert rows == sorted(rows)
+    assert "one value each, no interval" in " ".join(text.split())  # asv's one value a machine: no spread to give
 
 
 def _hrefs(page) -> list[str]:

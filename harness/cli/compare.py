@@ -15,7 +15,8 @@ DEVICES = ("cpu", "cuda")
 
 def add_parser(sub) -> None:
     parser = sub.add_parser("compare", help="compare two machines: each one's speedups side by side, and the "
-                            "throughput ratio between them, with 95%% intervals")
+                            "throughput ratio between them, with 95%% intervals; plain asv benchmarks by the "
+                            "ratio of the two values asv recorded at one commit (no interval: one value each)")
     parser.add_argument("machine_a", metavar="MACHINE_A", help="machine name (or NAME@FINGERPRINT)")
     parser.add_argument("machine_b", metavar="MACHINE_B", nargs="?",
                         help="machine name (or NAME@FINGERPRINT); left out with --devices")
