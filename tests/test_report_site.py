@@ -374,6 +374,7 @@ def test_index_is_a_matrix_of_subjects_by_area_and_machine(site):
     assert re.search(r'<strong class="factor">\d+\.\d\dx</strong> <span class="small">\[\d', html)
     assert 'id="f-area"' in html and 'id="f-machine"' in html
     assert "quick" in html and _hash(COMMITS - 1)[:10] in html  # profile and newest commit of the data
+    assert '<th class="num">results at that commit</th>' in html  # the newest commit's, not the machine's all
     # lmdb_read's optimized variant reaches ~2.9x against a 5x claim: faster, short of the promise
     row = html[html.index("loading.lmdb_read.html"):html.index("tokenization.batch_tokenize.html")]
     assert "cell v-partly" in row and "5x faster" in row
