@@ -33,8 +33,10 @@ def versioned(findings) -> set[str]:
 
 
 def _change(f) -> str:
+    # the p-value is the history's; where measuring again decided the step, its own is in the notes
+    whose = "the history's " if (f.confirmation or {}).get("outcome") in ("confirmed", "dropped") else ""
     return (f"{fmt.measured(f.before, f.unit)} -> {fmt.measured(f.after, f.unit)} (x{f.ratio:.3g}, "
-            f"{f.ratio - 1:+.1%}{_clause(estimated(f.step, f.ratio))}), p={f.p_value:.2g}")
+            f"{f.ratio - 1:+.1%}{_clause(estimated(f.step, f.ratio))}), {whose}p={f.p_value:.2g}")
 
 
 def estimated(step: float | None, ratio: float) -> str:

@@ -303,6 +303,7 @@ def test_the_text_report_says_what_re_measuring_found(suspect, capsys):
     check_command(suspect.url, "--no-confirm", fmt="text")
     out = capsys.readouterr().out
     assert "re-measured (" in out and "confirmed (step)" in out and "paired round(s)" in out
+    assert "), the history's p=" in out  # its p-value beside the levels is the history's, not the confirmation's
 
 
 @pytest.mark.parametrize("order", ["position", "date"])
