@@ -261,6 +261,34 @@ def test_a_commit_that_did_not_build_gets_that_reason_in_the_sidecar(tmp_path):
         for variant in ("baseline", "optimized")}
 
 
+def test_a_result_takes_the_reasons_its_own_run_wrote_not_an_earlier_runs(tmp_path):
+    # a check's re-measurement or a bisection shares the sidecar: a commit one of them could not
+    # build kept "did not build" after the history's later run, which failed at import
+    import datetime as dt
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from proofbench.measure import sidecar
+    from proofbench.pipeline import diagnostics
+    from proofbench.pipeline.results_file import Point
+
+    started, commit = dt.datetime(2026, 11, 28, 12, 0, tzinfo=dt.timezone.utc), "b" * 40
+    when = {"earlier": started - dt.timedelta(hours=1), "this": started + dt.timedelta(seconds=30)}
+    path = tmp_path / "sidecar.jsonl"
+    sidecar.append(path, [
+        sidecar.Record("loading.LmdbRead", ("optimized", "tiny"), "failed", history.BUILD_FAILED, commit=commit,
+                       at=when["earlier"].isoformat(timespec="seconds")),
+        sidecar.Record("loading.LmdbRead", (), "failed", "ImportError: cannot import name 'x'", commit=commit,
+                       details={"method": "time_call", "source": "asv"}, at=when["this"].isoformat(timespec="seconds"))])
+    point = Point("loading.LmdbRead.time_call", ("optimized", "tiny"), '["optimized", "tiny"]', None, None, None, "v1",
+                  started, None)
+    parsed = SimpleNamespace(commit=commit, env="virtualenv-py3.11")
+    found = diagnostics.load(path)
+    assert diagnostics.diagnosed(point, parsed, found)["reason"] == "ImportError: cannot import name 'x'"
+    # a result that does not say when its benchmark started: every record counts, as before
+    assert diagnostics.diagnosed(replace(point, started_at=None), parsed, found)["reason"] == history.BUILD_FAILED
+
+
 def test_the_commits_where_no_benchmark_ran_are_named(tmp_path):
     # a commit that builds and whose benchmarks all fail (its module no longer imports) was said
     # nowhere: `history` printed only the commits asv could not build

@@ -47,9 +47,9 @@ def expand(paths: list[Path]) -> list[Path]:
 def handle(args: argparse.Namespace) -> int:
     from proofbench import git
     from proofbench.errors import InputError
-    from proofbench.pipeline import history, labels
+    from proofbench.pipeline import diagnostics, history, labels
     from proofbench.pipeline.asv import Layout
-    from proofbench.pipeline.ingest import Profiles, Sources, ingest, load_diagnostics, machine_profiles
+    from proofbench.pipeline.ingest import Profiles, Sources, ingest, machine_profiles
 
     if args.branch is not None and args.repo is None:
         raise InputError("ingest: --branch needs --repo (the checkout whose first-parent history of the branch "
@@ -68,7 +68,7 @@ def handle(args: argparse.Namespace) -> int:
         profiles = profiles.merged(machine_profiles(directory))
     sidecar = args.sidecar or (layout.sidecar if layout is not None else None)
     given = Sources(labels=labels.read(layout.benchmarks) if layout is not None else {},
-                    diagnostics=load_diagnostics(sidecar), repo=repo, profiles=profiles, branch=branch)
+                    diagnostics=diagnostics.load(sidecar), repo=repo, profiles=profiles, branch=branch)
     return show_ingest(ingest(db, paths, given))
 
 

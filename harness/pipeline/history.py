@@ -300,7 +300,8 @@ def diagnose(log: str, hashes: tuple[str, ...], results: tuple[Path, ...], path:
     under each commit, and for a commit that did not build, that it did not (and where asv's
     output is `kept`). Returns the count."""
     records = [r for commit, text in sections(log, hashes) for r in asv_log.from_asv_log(text, commit)]
-    broken = set(failed_builds(log, hashes))
+    broken, now = set(failed_builds(log, hashes)), dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    why = BUILD_FAILED + (f" (asv's output: {kept})" if kept else "")
     for results_path in results:
         try:
             parsed = results_file.read(results_path)
@@ -308,8 +309,7 @@ def diagnose(log: str, hashes: tuple[str, ...], results: tuple[Path, ...], path:
             continue  # ingest refuses it, naming it
         if parsed.commit in broken:
             records += [sidecar.Record(benchmark=point.benchmark.rsplit(".", 1)[0], params=point.params,
-                                       status="failed", reason=BUILD_FAILED + (f" (asv's output: {kept})" if kept else ""),
-                                       commit=parsed.commit)
+                                       status="failed", reason=why, commit=parsed.commit, at=now)
                         for point in parsed.points]
     sidecar.append(path, records)
     return len(records)

@@ -32,8 +32,9 @@ from proofbench.db.fleet import store_machine
 from proofbench.db.models import Benchmark, ClaimRow, Commit, Environment, IngestedFile, Result
 from proofbench.db.rows import conflict_insert, insert_or_get, upsert
 from proofbench.errors import InputError
-from proofbench.measure import gpu_watch, sidecar
-from proofbench.pipeline import asv_log, labels, results_file
+from proofbench.measure import sidecar
+from proofbench.pipeline import diagnostics as diagnostics_mod
+from proofbench.pipeline import labels, results_file
 from proofbench.pipeline.asv import Layout
 from proofbench.pipeline.labels import AsvEntry, Label
 from proofbench.pipeline.results_file import Point, ResultsFile
@@ -102,14 +103,6 @@ def _profile(path: Path) -> dict:
         raise InputError(f"{path}: fingerprint: expected a string of 1 to {_FINGERPRINT} printable characters")
     results_file.check_stored(path, "profile", profile)
     return profile
-
-
-def load_diagnostics(path: Path | None) -> dict[tuple, list[sidecar.Record]]:
-    """Sidecar records grouped by (commit, env, benchmark, params)."""
-    grouped: dict[tuple, list[sidecar.Record]] = {}
-    for record in sidecar.read(path) if path else ():
-        grouped.setdefault(record.key(), []).append(record)
-    return grouped
 
 
 class _Known:
@@ -332,49 +325,12 @@ def _values(point: Point, parsed: ResultsFile, keys: dict[str, int], benchmark_i
               "started_at": point.started_at, "duration": point.duration, "reason": "",
               "other_load_cores": None, "busy": None, "threads": None, "profile": None, "equivalent": None,
               "rounds": None, "gpu": None}
-    values.update(_diagnosed(point, parsed, diagnostics) if diagnostics else {})
+    values.update(diagnostics_mod.diagnosed(point, parsed, diagnostics) if diagnostics else {})
     if point.status == "failed" and not values["reason"]:
         values["reason"] = "failed; no reason was recorded (crashed, killed or timed out)"
     if unmeasured:
         values.update(status="failed", value=None, samples=None, reason=unmeasured)
     return values
-
-
-def _diagnosed(point: Point, parsed: ResultsFile, diagnostics: dict) -> dict:
-    # Records of this method, and class-level ones (setup skipped or failed), in file order;
-    # the writer may not have known the environment's name (asv's existing environment).
-    klass, _, method = point.benchmark.rpartition(".")
-    out: dict = {}
-    envs = dict.fromkeys((parsed.env, ""))
-    records = [r for params in (point.params, ()) for env in envs
-               for r in diagnostics.get((parsed.commit, env, klass, params), [])
-               if r.details.get("method") in (None, method)]
-    for record in records:
-        if record.details.get("source") == asv_log.LOG_SOURCE:
-            continue
-        if "equivalent" in record.details:
-            out["equivalent"] = bool(record.details["equivalent"])
-        if "rounds" in record.details:  # a paired measurement's raw record (measure.pairing)
-            out["rounds"] = record.details["rounds"]
-        if record.status == "ok" and "threads" in record.details:
-            out.update(other_load_cores=record.details.get("other_load_cores"), busy=record.details.get("busy"),
-                       threads=record.details.get("threads"), profile=record.details.get("profile"),
-                       gpu=gpu_watch.record(record.details.get("gpu")))
-    reason = _reason(records, point.status == "failed")
-    if reason:
-        out["reason"] = reason
-    return out
-
-
-def _reason(records: list[sidecar.Record], failed: bool) -> str:
-    # The benchmark process's own word first (the last one), then what asv printed about this
-    # parameter set, then what it printed about the whole benchmark; asv's only for a failure.
-    ranked: dict[int, str] = {}
-    for record in records:
-        from_log = record.details.get("source") == asv_log.LOG_SOURCE
-        if record.status in ("failed", "skipped") and record.reason and (failed or not from_log):
-            ranked[int(from_log) + int(not record.params)] = record.reason
-    return ranked[min(ranked)] if ranked else ""
 
 
 def _commit_metadata(repo: Path | None, commit: str) -> dict:
@@ -407,7 +363,7 @@ def sync_claims(engine: Engine, claims: tuple[Claim, ...]) -> None:
 def sources(layout: Layout, repo: Path | None, branch: str | None = None) -> Sources:
     """What ingest needs besides the results of a project's runs: the suite's labels, the runs'
     diagnostics, the machines' profiles, and the repository for commit metadata (and order)."""
-    return Sources(labels=labels.read(layout.benchmarks), diagnostics=load_diagnostics(layout.sidecar), repo=repo,
+    return Sources(labels=labels.read(layout.benchmarks), diagnostics=diagnostics_mod.load(layout.sidecar), repo=repo,
                    profiles=machine_profiles(layout.machines), branch=branch)
 
 
