@@ -519,3 +519,14 @@ def test_a_held_suspect_goes_where_the_history_no_longer_shows_it():
     assert [cp.index for cp in detect(values[:21], suspected=True, min_step=0.03)] == [20]
     assert detect(values, suspected=True, min_step=0.03, held=[(20, 1)]) == []
     assert detect(NOISY_STEP[:10], suspected=True, held=[(4, -1)]) == []  # a rise is not the fall held
+
+
+def test_a_suspect_the_points_a_side_needs_held_back_is_placed_where_the_step_fits():
+    # every third commit measured, a speedup read 4.50, 4.08, then 3.26, 3.18, 3.21: a suspect
+    # needs three points before it, so it stood at the fourth point, and the range the check named
+    # (after the third point, up to the fourth) left the commit that made the fall out
+    found = detect([4.50, 4.08, 3.26, 3.18, 3.21], suspected=True, higher_is_better=True, min_step=0.03)
+    assert [(cp.index, cp.suspected, cp.regression) for cp in found] == [(2, True, True)]
+    # where the fourth point is still at the old level, the suspect stays there
+    found = detect([4.50, 4.08, 4.30, 3.26, 3.18, 3.21], suspected=True, higher_is_better=True, min_step=0.03)
+    assert [(cp.index, cp.suspected) for cp in found] == [(3, True)]
