@@ -208,9 +208,9 @@ def _reason(exc: BaseException) -> str:
     # the driver's own first line where SQLAlchemy wraps one
     exc = getattr(exc, "orig", None) or exc
     line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    return line + (f" (another process held it past the {BUSY_TIMEOUT_MS // 1000} s proofbench waits: a check "
-                   f"holds it while it measures again; run again when that is done)" if line == "database is locked"
-                   else "")
+    locked = (f" (another process held it past the {BUSY_TIMEOUT_MS // 1000} s proofbench waits: a check or a "
+              f"bisection holds it while it measures; run again when that is done)")
+    return line + (locked if line == "database is locked" else "")
 
 
 def alembic_config(engine: Engine) -> Config:

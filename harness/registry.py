@@ -131,18 +131,23 @@ def _why(name: str, exc: BaseException) -> str:
 
 
 def _raised_at(name: str, exc: BaseException) -> str:
-    # the deepest frame in the module's own directory, outside installed packages: the user's line
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
+    # the deepest frame in the directory of the module (or of the package of it that ran), outside
+    # installed packages: the user's line. Read off the traceback: finding the module's file
+    # again would run a broken package's __init__ a second time.
+    frames = [(os.path.abspath(f.filename), f.lineno) for f in traceback.extract_tb(exc.__traceback__)]
+    module = os.path.join(*name.split("."))  # bench.subjects: bench/subjects.py, then its packages' __init__
+    packages = [os.path.dirname(module)] if os.path.dirname(module) else []
+    while packages and os.path.dirname(packages[-1]):
+        packages.append(os.path.dirname(packages[-1]))
+    ends = [os.sep + module + ".py", os.sep + os.path.join(module, "__init__.py"),
+            *(os.sep + os.path.join(p, "__init__.py") for p in packages)]
+    own = next((path for end in ends for path, _ in frames if path.endswith(end)), None)
+    if own is None:
         return ""
-    if spec is None or not spec.origin:
-        return ""
-    home = os.path.dirname(os.path.abspath(spec.origin)) + os.sep
-    frames = [path for f in traceback.extract_tb(exc.__traceback__)
-              if (path := f"{os.path.abspath(f.filename)}:{f.lineno}").startswith(home)
-              and not {"site-packages", "dist-packages"} & set(path.split(os.sep))]
-    return frames[-1] if frames else ""
+    home = os.path.dirname(own) + os.sep
+    mine = [f"{path}:{line}" for path, line in frames if path.startswith(home)
+            and not {"site-packages", "dist-packages"} & set(path.split(os.sep))]
+    return mine[-1] if mine else ""
 
 
 def _where(name: str, exc: BaseException) -> str:

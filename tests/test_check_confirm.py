@@ -743,6 +743,7 @@ def test_a_series_is_measured_again_with_the_profile_its_newest_result_was_measu
     # sizes: asv selected no benchmark, and the suspect showed asv's whole log). Without
     # --profile, each series is measured again, and bisected, at the profile it was measured with.
     import argparse
+    import contextlib
 
     from proofbench.analysis.series import measured_with
     from proofbench.cli import check as check_command
@@ -765,11 +766,12 @@ def test_a_series_is_measured_again_with_the_profile_its_newest_result_was_measu
         raise InputError(f"asked for the suite at {profile}")
 
     monkeypatch.setattr("proofbench.cli.common.bench", bench)
+    monkeypatch.setattr("proofbench.cli.common.measuring", lambda found: contextlib.nullcontext())
     monkeypatch.setattr("proofbench.machine.capture.capture", lambda: BOX)
     for given, expected in ((None, "smoke"), ("full", "full")):
         args = argparse.Namespace(profile=given, confirm_rounds=6, confirm_budget=60.0, bisect_budget=60.0,
                                   no_confirm=False, bisect=True)
-        confirming = check_command._confirming(args, object(), stored if given is None else {})
+        confirming = check_command._confirming(args, object(), stored if given is None else {}, contextlib.ExitStack())
         told = confirming.remeasure("box", TIME, (KEYS[0],), _hash(0), _hash(2), 60.0)
         assert told == f"cannot measure here: asked for the suite at {expected}"
         alert = SimpleNamespace(machine=BOX, benchmark=SimpleNamespace(name=TIME), params_key=KEYS[0])

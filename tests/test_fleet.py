@@ -269,8 +269,8 @@ def test_a_check_that_waited_too_long_for_its_turn_on_sqlite_says_why(tmp_path, 
         holder.close()
     line = capsys.readouterr().err.strip()
     assert "\n" not in line and line.endswith("database is locked (another process held it past the 1 s proofbench "
-                                              "waits: a check holds it while it measures again; run again when that "
-                                              "is done)"), line
+                                              "waits: a check or a bisection holds it while it measures; run again "
+                                              "when that is done)"), line
 
 
 def _head(engine) -> str:

@@ -279,7 +279,8 @@ def test_a_result_takes_the_reasons_its_own_run_wrote_not_an_earlier_runs(tmp_pa
         sidecar.Record("loading.LmdbRead", ("optimized", "tiny"), "failed", history.BUILD_FAILED, commit=commit,
                        at=when["earlier"].isoformat(timespec="seconds")),
         sidecar.Record("loading.LmdbRead", (), "failed", "ImportError: cannot import name 'x'", commit=commit,
-                       details={"method": "time_call", "source": "asv"}, at=when["this"].isoformat(timespec="seconds"))])
+                       details={"method": "time_call", "source": "asv"},
+                       at=when["this"].isoformat(timespec="seconds"))])
     point = Point("loading.LmdbRead.time_call", ("optimized", "tiny"), '["optimized", "tiny"]', None, None, None, "v1",
                   started, None)
     parsed = SimpleNamespace(commit=commit, env="virtualenv-py3.11")
@@ -287,6 +288,10 @@ def test_a_result_takes_the_reasons_its_own_run_wrote_not_an_earlier_runs(tmp_pa
     assert diagnostics.diagnosed(point, parsed, found)["reason"] == "ImportError: cannot import name 'x'"
     # a result that does not say when its benchmark started: every record counts, as before
     assert diagnostics.diagnosed(replace(point, started_at=None), parsed, found)["reason"] == history.BUILD_FAILED
+    for odd in (5, "2026-11-28T11:00:00", "yesterday"):  # a time of another writer: no crash, read as it can be
+        record = sidecar.Record("loading.LmdbRead", ("optimized", "tiny"), "failed", "odd", commit=commit, at=odd)
+        got = diagnostics.diagnosed(point, parsed, {k: [record, *v] for k, v in found.items()})["reason"]
+        assert got == ("odd" if odd != "2026-11-28T11:00:00" else "ImportError: cannot import name 'x'"), odd
 
 
 def test_the_commits_where_no_benchmark_ran_are_named(tmp_path):
@@ -328,22 +333,32 @@ def test_asv_command_runs_the_listed_commits_in_the_virtualenv(tmp_path):
 def test_two_processes_never_build_commits_in_one_asv_environment_at_once(tmp_path, catalogue):
     # Two at once (a nightly check measuring again, a bisection by hand) built each other's
     # commits into the environment's one checkout and cached one commit's wheel under another's
-    # hash, which measured the wrong code from then on. The second is refused at once, naming
-    # who holds the environments; a lock is another open file, as another process's is.
-    from proofbench.errors import RunError
+    # hash, which measured the wrong code from then on. A second process is refused at once,
+    # naming who holds the environments; within one process a hold nests (a command's, then
+    # each run's), and it is given back when the outermost ends.
+    import os
+    import sys
+
     from proofbench.pipeline.asv import building
 
     layout = Layout.under(catalogue, tmp_path / "work")
+    other = ("import sys\nfrom pathlib import Path\nfrom proofbench.errors import RunError\n"
+             "from proofbench.pipeline.asv import Layout, building\n"
+             "layout = Layout(None, Path(), Path(), Path(), Path(sys.argv[1]), Path())\n"
+             "try:\n    with building(layout):\n        print('held')\nexcept RunError as exc:\n    print(exc)\n")
+
+    def second() -> str:
+        return subprocess.run([sys.executable, "-c", other, str(layout.env_dir)], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
     with building(layout):
-        with pytest.raises(RunError, match=r"^.*/work/env: proofbench \S* ?\(pid \d+\) is building and measuring "
-                                           r"commits in these asv environments; two at once build each other's code: "
-                                           r"run this when it is done$"):
-            with building(layout):
-                pass
-    with building(layout):  # given back at the end
-        pass
-    elsewhere = Layout.under(catalogue, tmp_path / "other")
-    with building(layout), building(elsewhere):  # another directory's environments are its own
+        with building(layout):  # nested in this process: the same hold
+            pass
+        holder = " ".join(["proofbench", *sys.argv[1:2]])  # the command, as the lock file says it
+        assert second() == (f"{layout.env_dir}: {holder} (pid {os.getpid()}) is building and measuring commits in "
+                            f"these asv environments; two at once build each other's code: run this when it is done")
+    assert second() == "held"  # given back at the end
+    with building(layout), building(Layout.under(catalogue, tmp_path / "other")):  # another directory's: its own
         pass
 
 

@@ -243,6 +243,24 @@ def test_a_subjects_module_that_cannot_be_imported_is_one_line_naming_project_fi
     assert not (project / "benchmarks").exists()  # refused before the suite was written
 
 
+@pytest.mark.parametrize("init, why", [("undefined_name\n", "NameError: name 'undefined_name' is not defined"),
+                                       ("import sys\nsys.exit(7)\n", "SystemExit: 7")], ids=["raises", "exits"])
+def test_a_subjects_module_whose_package_raises_is_one_line_naming_the_package_file(capsys, monkeypatch, tmp_path,
+                                                                                  init, why):
+    # finding the module's file to name the line ran the broken package's __init__ again, and
+    # what it raised escaped: "a bug in proofbench" (exit 3), or its own exit status
+    package = "broken_package_" + ("raises" if "Name" in why else "exits")
+    project = make_project(tmp_path / "project", f"{package}.subjects").resolve()
+    (project / package).mkdir()
+    (project / package / "__init__.py").write_text(init)
+    (project / package / "subjects.py").write_text("")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    code, _, err = cli(capsys, "generate", "--check", "--project", str(project))
+    line = one_line(err)
+    assert code == 2 and line.endswith(f"cannot be imported: {project / package / '__init__.py'}:"
+                                       f"{init.count(chr(10))}: {why}"), line
+
+
 def test_a_subjects_module_named_in_pyproject_is_refused_naming_its_table(capsys, monkeypatch, tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.proofbench]\nsubjects = ["broken_subjects_from_pyproject"]\n')
     monkeypatch.setattr(sys, "path", list(sys.path))

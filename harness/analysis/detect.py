@@ -146,9 +146,10 @@ def detect(values: Sequence[float | None], *,
     step, and are none). The places that fail go, and the place is chosen again among the
     others of that direction: knowing the modes takes a suspect away or moves it, never makes
     one. It stays suspected until a re-measurement confirms or drops it, or the history
-    decides it: `held` names the steps suspected before, (index, direction), and each that the
-    rule no longer reaches (more points after it) and no decided boundary reads is tested at its
-    own place, between the decided boundaries around it. While its sides are too short for the
+    decides it: `held` names the steps suspected before, (index, direction), and each that
+    tonight's rule does not suspect again (more points after it, or tonight's suspect stands
+    elsewhere) and no decided boundary reads is tested at its own place, between the decided
+    boundaries around it. While its sides are too short for the
     rank test ever to reach `alpha` (4 points against 6: at best 0.0095), it is suspected again
     where that test passes the rule's other gates: a +93% step with one noisy point on either
     side was otherwise neither decided nor suspected with six points after it. Once they are
@@ -219,8 +220,8 @@ def _earlier(s: Series, last: int, t: Test, tuning: Tuning) -> Test:
 def _held(s: Series, held: Sequence[tuple[int, int]], boundaries: list[Boundary], suspect: Test | None,
           min_step: float, alpha: float, tuning: Tuning, noise: NoiseModel) -> list[Test]:
     """The steps suspected before that stay suspected (the rule is in `detect`'s docstring):
-    not within `min_side` points of a decided boundary or of tonight's suspect in its direction
-    (the same step, read a commit off), and while the rank test cannot decide them (its floor
+    not within `min_side` points of a decided boundary or of tonight's suspect (the same step,
+    read a commit off, or one its test already covers), and while the rank test cannot decide them (its floor
     above `alpha`: measured again night after night, a step with no end to it would cost false
     alerts)."""
     n = len(s.y)

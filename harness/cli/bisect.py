@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from proofbench.cli.common import add_db_option, bench, engine, project, say
+from proofbench.cli.common import add_db_option, bench, engine, measuring, project, say
 
 
 def add_parser(sub) -> None:
@@ -40,12 +40,14 @@ def handle(args: argparse.Namespace) -> int:
         alert = find(session, args.id)
         if alert.status == "dropped":  # measured again, it showed no step: there is none to place
             raise InputError(f"alert {alert.id} was dropped: {_why_dropped(alert)}; there is no step to bisect")
-        ready = bench(found, args.profile or measured_with(session, alert.machine.name, alert.benchmark.name).get(
-            (alert.machine.name, alert.benchmark.name, alert.params_key)))
-        older, newer = bisect.span(alert)  # a confirmed step's: the two commits its re-measurement told apart
-        say(f"bisecting alert {alert.id}: {alert.benchmark.name} between "
-            f"{older[:8] if older else 'the start'} and {newer[:8]}")
-        bisect.locate(session, alert, ready, tries=args.tries, budget=args.budget)
+        profile = args.profile or measured_with(session, alert.machine.name, alert.benchmark.name).get(
+            (alert.machine.name, alert.benchmark.name, alert.params_key))
+        with measuring(found):
+            ready = bench(found, profile)
+            older, newer = bisect.span(alert)  # a confirmed step's: the two commits its re-measurement told apart
+            say(f"bisecting alert {alert.id}: {alert.benchmark.name} between "
+                f"{older[:8] if older else 'the start'} and {newer[:8]}")
+            bisect.locate(session, alert, ready, tries=args.tries, budget=args.budget)
         print(shown.bisected(alert))
         named = alert.culprit is not None  # read before the session closes: its objects expire then
     return 0 if named else 1
@@ -53,7 +55,6 @@ def handle(args: argparse.Namespace) -> int:
 
 def _why_dropped(alert) -> str:
     # what dropped it, as the alert keeps it: its re-measurement, or its history
-    from proofbench.reports.check import confirmation
+    from proofbench.reports.check import GONE, confirmation
 
-    return confirmation(alert.confirmation) if (alert.confirmation or {}).get("outcome") == "dropped" else \
-        "its history no longer shows the step"
+    return confirmation(alert.confirmation) if (alert.confirmation or {}).get("outcome") == "dropped" else GONE

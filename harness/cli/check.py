@@ -70,10 +70,11 @@ def handle(args: argparse.Namespace) -> int:
         db = engine(args, found, write=not args.no_record, create=False)
         if read_only(db):  # --no-record writes only what it throws away: into a copy
             db = scratch_copy(db)
-        report = check.run_check(db, branch, since=args.since, repo=None if args.no_git else repo,
-                                 record=not args.no_record, fail_on=args.fail_on,
-                                 settings=found.check if found is not None else None,
-                                 confirming=_confirming(args, found, _measured_with(args, db)))
+        with contextlib.ExitStack() as held:
+            report = check.run_check(db, branch, since=args.since, repo=None if args.no_git else repo,
+                                     record=not args.no_record, fail_on=args.fail_on,
+                                     settings=found.check if found is not None else None,
+                                     confirming=_confirming(args, found, _measured_with(args, db), held))
         if args.markdown_out is not None:
             _write(args.markdown_out, shown.markdown(report) + "\n")
     except Exception as exc:
@@ -109,13 +110,15 @@ def _measured_with(args: argparse.Namespace, db) -> dict[tuple[str, str, str], s
         return measured_with(session)
 
 
-def _confirming(args: argparse.Namespace, found, stored: dict[tuple[str, str, str], str]):
+def _confirming(args: argparse.Namespace, found, stored: dict[tuple[str, str, str], str],
+                held: contextlib.ExitStack):
     # How suspected steps are measured again (and new regressions bisected): on this machine,
     # with the project's suite and repository, at --profile, else the profile each series was
-    # measured with (`stored`); where either is missing each suspect says why.
+    # measured with (`stored`); where either is missing each suspect says why. The project's asv
+    # environments are held from the first suspect's suite to the check's end (`held`).
     from proofbench.analysis import bisect
     from proofbench.analysis.confirm import Confirming, Rounds
-    from proofbench.cli.common import bench
+    from proofbench.cli.common import bench, measuring
     from proofbench.errors import InputError, ProofbenchError, RunError, brief
     from proofbench.machine.capture import capture
     from proofbench.pipeline.remeasure import Target
@@ -133,6 +136,7 @@ def _confirming(args: argparse.Namespace, found, stored: dict[tuple[str, str, st
         if found is None:
             return "no proofbench.toml here: no suite to measure"
         try:
+            held.enter_context(measuring(found))  # once: later holds nest
             return bench(found, profile, here())
         except (InputError, RunError) as exc:
             return f"cannot measure here: {brief(str(exc))}"

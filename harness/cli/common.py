@@ -145,10 +145,19 @@ def regenerate(catalogue, layout) -> None:
         say(f"regenerated {path} (commit it for runs across commits)", style="yellow")
 
 
+def measuring(found: Project) -> contextlib.AbstractContextManager:
+    """This process's hold on the project's asv environments, for a command that builds and
+    measures commits in them (`proofbench.pipeline.asv.building`): taken before `bench` empties
+    its work folders, given back when the command ends. RunError where another process holds it."""
+    from proofbench.pipeline.asv import Layout, building
+
+    return building(Layout.of(found))
+
+
 def bench(found: Project, profile_name: str | None, machine=None):
     """The project's suite ready to measure commits again on this machine (`machine`: its
-    profile, captured here when not given) for confirmation and bisection; RunError/InputError
-    where its repository is not a local checkout."""
+    profile, captured here when not given) for confirmation and bisection, inside `measuring`;
+    RunError/InputError where its repository is not a local checkout."""
     from proofbench.catalogue import load_catalogue
     from proofbench.machine.capture import capture
     from proofbench.pipeline import history

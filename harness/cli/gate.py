@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import argparse
 
-from proofbench.cli.common import add_profile_option, add_project_option, answer, failure, project, regenerate, say
+from proofbench.cli.common import (
+    add_profile_option,
+    add_project_option,
+    answer,
+    failure,
+    measuring,
+    project,
+    regenerate,
+    say,
+)
 
 FORMATS = ("text", "markdown", "json")
 
@@ -67,12 +76,13 @@ def _measure(args: argparse.Namespace):
         raise InputError(f"{repo}: {args.head!r} ({head[:8]}) is already in {args.base!r}: its merge-base is itself, "
                          f"so there is nothing to measure it against (name the branch's head and its base)")
     catalogue = load_catalogue(found)
-    regenerate(catalogue, layout)
     index = benchmark_index(catalogue.registry)
     profile = get_profile(args.profile, found.profiles)
-    say(f"measuring {head[:8]} against its merge-base {base[:8]}, {args.rounds} alternating round(s)")
-    measured = remeasure.alternate(layout, repo, history.default_branch(layout, repo), (base, head), None,
-                                   profile, capture(), rounds=args.rounds, budget=args.budget,
-                                   bench=args.bench or profile.bench or None)
+    with measuring(found):  # the suite and the work folders too, before anything is written
+        regenerate(catalogue, layout)
+        say(f"measuring {head[:8]} against its merge-base {base[:8]}, {args.rounds} alternating round(s)")
+        measured = remeasure.alternate(layout, repo, history.default_branch(layout, repo), (base, head), None,
+                                       profile, capture(), rounds=args.rounds, budget=args.budget,
+                                       bench=args.bench or profile.bench or None)
     return judge(measured, base, head, found.check.for_benchmark,
                  lambda t: bool(index[t.benchmark].metric.higher_is_better) if t.benchmark in index else False)

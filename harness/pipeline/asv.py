@@ -102,30 +102,56 @@ class Layout:
         return cls(project, config, directory / "results", own.benchmarks, directory / "env", directory)
 
 
+_HELD: dict[Path, list] = {}  # lock file -> [open handle, depth]: this process's holds, one per lock
+
+
 @contextlib.contextmanager
 def building(layout: Layout) -> Iterator[None]:
-    """Hold `layout`'s asv environments while asv builds and measures commits in them: two
-    processes at once build each other's commits into the one checkout there and cache a wheel
-    of one commit under another's hash, which measures the wrong code from then on. A RunError,
-    at once, where another process holds them (a nightly check and a `bisect` by hand)."""
-    lock = layout.env_dir.with_name(layout.env_dir.name + ".lock")
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "a+", encoding="utf-8") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip()[:200] or "another process"
-            raise RunError(f"{layout.env_dir}: {holder} is building and measuring commits in these asv environments; "
-                           f"two at once build each other's code: run this when it is done") from None
-        handle.truncate(0)
-        handle.write(f"proofbench {' '.join(sys.argv[1:2])} (pid {os.getpid()})".replace("  ", " "))
-        handle.flush()
+    """Hold `layout`'s asv environments for one command that builds and measures commits in them
+    (its suite regenerated, its work folders emptied, asv's runs): two processes at once build
+    each other's commits into the one checkout there and cache a wheel of one commit under
+    another's hash, which measures the wrong code from then on. A RunError, at once, where
+    another process holds them (a nightly check and a `bisect` by hand); within one process a
+    hold nests (the command's, then each `history.run`'s)."""
+    lock = layout.env_dir / ".proofbench.lock"  # where asv must be able to write anyway
+    held = _HELD.get(lock)
+    if held is not None:
+        held[1] += 1
         try:
             yield
         finally:
-            handle.truncate(0)
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            held[1] -= 1
+        return
+    handle = _take(lock, layout.env_dir)
+    _HELD[lock] = [handle, 1]
+    try:
+        yield
+    finally:
+        del _HELD[lock]
+        handle.truncate(0)
+        handle.close()  # closing gives the lock back
+
+
+def _take(lock: Path, env_dir: Path):
+    # the lock file, open and locked by this process, saying who holds it; RunError where another does
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(lock, "a+", encoding="utf-8")
+    except OSError as exc:
+        raise RunError(f"{lock}: cannot make the lock of asv's environments: {exc.strerror}") from None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip()[:200] or "another process"
+        handle.close()
+        raise RunError(f"{env_dir}: {holder} is building and measuring commits in these asv environments; "
+                       f"two at once build each other's code: run this when it is done") from None
+    command = " ".join(["proofbench", *sys.argv[1:2]])
+    handle.truncate(0)
+    handle.write(f"{command} (pid {os.getpid()})")
+    handle.flush()
+    return handle
 
 
 def _under(base: Path, value: Any) -> Path:

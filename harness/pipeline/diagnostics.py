@@ -59,8 +59,10 @@ def _this_run(record: sidecar.Record, point: Point) -> bool:
     # commit (another command's run shares the sidecar); one without a time counts
     try:
         at = dt.datetime.fromisoformat(record.at) if record.at else None
-    except ValueError:
+    except (TypeError, ValueError):  # a line some other writer made: it counts, as one without a time
         return True
+    if at is not None and at.tzinfo is None:
+        at = at.replace(tzinfo=dt.timezone.utc)  # proofbench writes UTC
     return at is None or point.started_at is None or at >= point.started_at - dt.timedelta(seconds=2)
 
 

@@ -318,9 +318,11 @@ def diagnose(log: str, hashes: tuple[str, ...], results: tuple[Path, ...], path:
 def run(layout: Layout, hashes: tuple[str, ...], profile: Profile, machine_profile: MachineProfile, *,
         repo: Path, branch: str, bench: str | None = None, rerun: bool = False,
         on_progress: Progress | None = None, discovered: Path | None = None) -> HistoryOutcome:
-    """Measure `hashes` (oldest first) of `repo` with asv in its virtualenv environment; where
-    `discovered` names a directory, asv's discovery of the suite is kept there for later runs
-    that start at the same commit (`proofbench.pipeline.discovery`)."""
+    """Measure `hashes` (oldest first) of `repo` with asv in its virtualenv environment, holding
+    the layout's environments (`asv.building`: RunError where another process holds them) and
+    keeping asv's output beside the results (`LOG`); where `discovered` names a directory, asv's
+    discovery of the suite is kept there for later runs that start at the same commit
+    (`proofbench.pipeline.discovery`)."""
     with building(layout):  # its configuration, hash file and environments are this run's alone
         runner.write_machine_files(machine_profile, layout)
         config = write_config(layout, repo, branch)
@@ -336,6 +338,7 @@ def run(layout: Layout, hashes: tuple[str, ...], profile: Profile, machine_profi
             env[discovery.KEPT] = str(discovered.absolute())
         log = drive(cmd, layout.project.root, env, on_progress)
     kept = layout.results.parent / LOG
+    kept.parent.mkdir(parents=True, exist_ok=True)  # a round's folder, emptied before it, if asv made none
     kept.write_text(setup + log.text, encoding="utf-8", errors="replace")
     results = tuple(path for h in hashes for path in _results_files(layout.results / machine_profile.name, h))
     if log.returncode != 0 and not results:

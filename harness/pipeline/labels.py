@@ -216,9 +216,11 @@ def relabelled(stored: Label, name: str, entry: AsvEntry | None) -> Label | None
     """The label benchmarks.json's `entry` gives a plain benchmark stored with the fallback one
     (what `plain` gives without an entry: parameters p1..pn, type and unit from its name), or None:
     `stored` is not that fallback (a label from benchmarks.json is kept), or `entry` does not name
-    as many parameters, or gives the same label (parameters genuinely named p1..pn)."""
+    as many parameters, or describes another asv version of the benchmark (its parameters may
+    have moved), or gives the same label (parameters genuinely named p1..pn)."""
     count = len(stored.param_names)
-    if stored.kind != PLAIN or not count or entry is None or len(entry.param_names) != count:
+    if stored.kind != PLAIN or not count or entry is None or len(entry.param_names) != count \
+            or entry.version != stored.version:
         return None
     label = plain(name, stored.version, count, entry)
     return label if stored == plain(name, stored.version, count, None) != label else None
