@@ -41,7 +41,7 @@ def handle(args: argparse.Namespace) -> int:
     from proofbench.catalogue import load_catalogue
     from proofbench.machine.capture import capture
     from proofbench.pipeline import history
-    from proofbench.pipeline.asv import Layout
+    from proofbench.pipeline.asv import Layout, building
     from proofbench.pipeline.generate import bench_pattern
     from proofbench.profile import get_profile
 
@@ -52,14 +52,15 @@ def handle(args: argparse.Namespace) -> int:
     hashes = history.commits(repo, branch, args.range, args.since)
     profile = get_profile(args.profile, found.profiles)
     catalogue = load_catalogue(found)
-    regenerate(catalogue, layout)
     db = engine(args, found)
-    say(f"{len(hashes)} commit(s) of {branch} ({hashes[0][:8]}..{hashes[-1][:8]}), profile "
-                  f"{profile.name}, asv environment {history.ENVIRONMENT}")
-    with progress_bar("building environment") as update:
-        measured = history.measure(db, layout, catalogue, hashes, profile, capture(), repo=repo, branch=branch,
-                                   bench=bench_pattern(catalogue.registry, args.bench) if args.bench else None,
-                                   rerun=args.rerun, on_progress=update)
+    with building(layout):  # the suite too: another command's asv reads it
+        regenerate(catalogue, layout)
+        say(f"{len(hashes)} commit(s) of {branch} ({hashes[0][:8]}..{hashes[-1][:8]}), profile "
+            f"{profile.name}, asv environment {history.ENVIRONMENT}")
+        with progress_bar("building environment") as update:
+            measured = history.measure(db, layout, catalogue, hashes, profile, capture(), repo=repo, branch=branch,
+                                       bench=bench_pattern(catalogue.registry, args.bench) if args.bench else None,
+                                       rerun=args.rerun, on_progress=update)
     for commit in measured.outcome.failed_builds:
         say(f"{commit[:8]} did not build; its benchmarks are recorded as failed", style="yellow")
     for commit in measured.outcome.no_benchmark_ran():
