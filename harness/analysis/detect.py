@@ -233,10 +233,12 @@ def _held(s: Series, held: Sequence[tuple[int, int]], boundaries: list[Boundary]
         if k >= n or k in kept or any(abs(d - k) < tuning.min_side for d in near):
             continue
         a, b = max((d for d in decided if d < k), default=0), min((d for d in decided if d > k), default=n)
+        if k - a < tuning.min_side:
+            continue
         # a drift that does not show before the step may be the step itself (a short history)
         flat = s if not s.drift or slope_shows_before(s, decided, k, tuning) else replace(s, drift=0.0, drift_se=0.0)
         t = evaluate(flat, (a, k, b), alpha, tuning)
-        if k - a < tuning.min_side or t.floor <= alpha or (t.delta > 0) != (direction > 0) \
+        if t.floor <= alpha or (t.delta > 0) != (direction > 0) \
                 or abs(t.z) < tuning.z_suspect or t.size(s.scale) < tuning.suspect_size * min_step:
             continue
         if not _testable(t, tuning) or (t.p <= tuning.p_suspect and (
