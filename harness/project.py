@@ -166,14 +166,30 @@ def _shortened(path: Path, keep: int = 60) -> str:
     return text if len(text) <= 2 * keep else f"{text[:keep]}...{text[-keep:]}"
 
 
-def database_url(explicit: str | None, found: Project | None) -> str:
+def database_url(explicit: str | None, found: Project | None, create: bool = False) -> str:
     """The database to use: `explicit` (--db), else $PROOFBENCH_DB, else the project's, else a
-    SQLite file under the working directory's .proofbench/."""
+    SQLite file under the working directory's .proofbench/ (made, ignored by git, with `create`)."""
     if explicit or os.environ.get(DB_VAR):
         return explicit or os.environ[DB_VAR]
     if found is not None:
         return found.database
-    return f"sqlite:///{Path.cwd() / DEFAULT_WORKDIR / 'proofbench.sqlite'}"
+    workdir = fallback_workdir() if create else Path.cwd() / DEFAULT_WORKDIR
+    return f"sqlite:///{workdir / 'proofbench.sqlite'}"
+
+
+def fallback_workdir() -> Path:
+    """The working directory of a command run outside any project (`.proofbench/` under the
+    working directory), made where missing with a `.gitignore` of `*` in it, as pytest's cache
+    is: whichever git repository it lies in, its database and site are never offered for a
+    commit. A directory that cannot be made is left to the command's own error."""
+    directory = Path.cwd() / DEFAULT_WORKDIR
+    if not directory.exists():
+        try:
+            directory.mkdir(parents=True)
+            (directory / ".gitignore").write_text("# made by proofbench: nothing here belongs in git\n*\n")
+        except OSError:
+            pass
+    return directory
 
 
 def require(start: Path | None = None) -> Project:

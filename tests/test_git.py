@@ -101,6 +101,26 @@ def test_init_adds_what_proofbench_writes_to_gitignore_once(repo):
     assert fresh[".gitignore"].written and (repo / ".gitignore").read_text() == ".proofbench/\n"
 
 
+def test_what_a_command_writes_outside_any_project_is_never_offered_to_git(repo, monkeypatch, capsys):
+    # ingest and report run in a repository with no project file: their .proofbench/ ignores itself
+    from proofbench import cli
+    from test_ingest_labels_again import write
+
+    monkeypatch.chdir(repo)
+    monkeypatch.delenv("PROOFBENCH_DB", raising=False)
+    write(repo.parent / "results", "a" * 40)
+    assert cli.main(["ingest", str(repo.parent / "results")]) == 0
+    assert cli.main(["report"]) == 0
+    capsys.readouterr()
+    assert (repo / ".proofbench" / "proofbench.sqlite").exists() and (repo / ".proofbench" / "site").is_dir()
+    status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=all"],
+                            check=True, capture_output=True, text=True)
+    assert status.stdout == ""
+    (repo / ".proofbench" / ".gitignore").write_text("site/\n")  # the user's own is kept
+    assert cli.main(["ingest", str(repo.parent / "results")]) == 0
+    assert (repo / ".proofbench" / ".gitignore").read_text() == "site/\n"
+
+
 def test_init_prints_each_path_whole_on_one_line(repo, capsys):
     # a path folded at the console's width (80 columns where stderr is no terminal) cannot be copied
     from proofbench import cli

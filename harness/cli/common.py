@@ -65,7 +65,8 @@ def engine(args: argparse.Namespace, found: Project | None = None, write: bool =
     from proofbench.db.session import connect
 
     found = found if found is not None else optional_project(args)
-    return connect(project_file.database_url(getattr(args, "db", None), found), write=write, create=create)
+    url = project_file.database_url(getattr(args, "db", None), found, create=write and create)
+    return connect(url, write=write, create=create)
 
 
 def error_line(exc: BaseException, args: argparse.Namespace) -> str:

@@ -17,12 +17,13 @@ def add_parser(sub) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from proofbench.project import DEFAULT_WORKDIR
+    from proofbench.project import fallback_workdir
     from proofbench.reports.render import render
 
     found = optional_project(args)
-    out = args.out or (found.site if found is not None else Path.cwd() / DEFAULT_WORKDIR / "site")
-    index = render(engine(args, found, write=False, create=False), out)
+    measured = engine(args, found, write=False, create=False)
+    out = args.out or (found.site if found is not None else fallback_workdir() / "site")
+    index = render(measured, out)
     print(index)
     if args.open:
         webbrowser.open(index.as_uri())
