@@ -521,6 +521,33 @@ def test_each_environment_of_a_machine_shows_its_own_newest_run(tmp_path):
     assert "908" in sections["virtualenv-py3.11"] and "440" not in sections["virtualenv-py3.11"]
 
 
+def test_a_machine_column_takes_each_subject_from_one_environment(tmp_path):
+    # two asv environments (say two torch versions) measured every commit: the index's column
+    # read the first rows the query gave, its timing and its speedup possibly from different ones
+    import re
+
+    def shown(newest_in: tuple[int, ...]) -> list[str]:
+        engine = connect(f"sqlite:///{tmp_path / f'envs{len(newest_in)}.sqlite'}")
+        with Session(engine) as session, session.begin():
+            commits = [Commit(hash=f"{i}" * 40, position=i, committed_at=START + dt.timedelta(days=i))
+                       for i in range(3)]
+            bench = Benchmark(name="loading.X.time_call", version="1", subject="loading.x", area="loading",
+                              metric="time", unit="seconds", higher_is_better=False, param_names=["variant", "size"])
+            machine = Machine(name="m", fingerprint="f", profile={})
+            envs = [Environment(name="virtualenv-py3.11-torch2.12"), Environment(name="virtualenv-py3.11-torch2.13")]
+            session.add_all([*commits, bench, machine, *envs])
+            for commit in commits:
+                for e, levels in enumerate(((1.65e-3, 0.44e-3), (1.5e-3, 0.908e-3))):  # x3.75, x1.65
+                    for variant, value in zip(("baseline", "optimized"), levels):
+                        if commit.position < 2 or e in newest_in:
+                            session.add(_result(bench, machine, commit, envs[e], variant, value, [value] * 3))
+        render(engine, tmp_path / "site")
+        return re.findall(r'class="factor">([\d.]+x)<', (tmp_path / "site" / "index.html").read_text())
+
+    assert shown((0, 1)) == ["1.65x"]  # both measured the newest commit: the one stored last
+    assert shown((0,)) == ["3.75x"]  # the one that measured the newest commit
+
+
 def test_a_machine_known_only_from_asv_has_its_gpus_unknown_not_none():
     # asv's machine.json names no GPUs: the report must not say the machine has none
     from proofbench.reports.machines import column, profile_rows
