@@ -125,24 +125,12 @@ def _columns(session: Session, history: queries.History, claims: list[Claim],
         newest = max((s.last_rank for s in mine + history.plain if s.machine_id == machine.id), default=None)
         commit = history.commit(newest) if newest is not None else None
         run = queries.run_info(session, machine.id, {commit.id}).get(commit.id) if commit else None
+        latest = queries.latest_figures(session, machine, mine, history.commits)
         envs = sorted({s.environment_id for s in mine})
         apart = {e: queries.latest_figures(session, machine, mine, history.commits, e) for e in envs} \
             if len(envs) > 1 else {}  # a subject page shows each environment's own newest run
-        latest = _newest_environment(mine, apart) if apart else \
-            queries.latest_figures(session, machine, mine, history.commits)
         out.append(column(machine, names[machine.id], latest, claims, commit, run, apart))
     return out
-
-
-def _newest_environment(mine: list[queries.Series], apart: dict[int, list[SubjectFigures]]) -> list[SubjectFigures]:
-    """Each subject and size from the asv environment that measured it at the newest commit (of
-    two there, the one stored last): figures of two environments are never mixed in one column."""
-    chosen: dict[tuple[str, str], tuple[int, int]] = {}
-    for s in mine:
-        key = (s.benchmark.subject, s.size)
-        chosen[key] = max(chosen.get(key, (-1, -1)), (s.last_rank, s.environment_id))
-    kept = [f for env, found in apart.items() for f in found if chosen[(f.subject, f.size)][1] == env]
-    return sorted(kept, key=lambda f: (f.area, f.subject, f.size))
 
 
 def _change_points(session: Session, history: queries.History, machine_ids: set[int]):

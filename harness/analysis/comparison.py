@@ -111,7 +111,7 @@ def figures(session: Session, machine: Machine, commit_id: int | None = None,
             profiles: Collection[str] | None = None, environment_id: int | None = None) -> list[SubjectFigures]:
     """Every subject and size measured on `machine` at `commit_id` (default: its latest), of the
     run profiles named in `profiles` only when given (a CPU profile's results apart from a CUDA one's),
-    and of one asv environment where `environment_id` names it."""
+    and of one asv environment: `environment_id`, else of each subject and size the one stored last."""
     if commit_id is None:
         newest = latest(session, machine.id)
         if newest is None:
@@ -125,7 +125,7 @@ def figures(session: Session, machine: Machine, commit_id: int | None = None,
         query = query.where(Result.profile.in_(list(profiles)))
     if environment_id is not None:
         query = query.where(Result.environment_id == environment_id)
-    rows = session.execute(query).all()
+    rows = _one_environment(session.execute(query).all())
     grouped: dict[tuple[str, str], dict[str, list[tuple[Result, Benchmark]]]] = {}
     for result, bench in rows:
         size = result.params.get("size", "")
@@ -134,6 +134,16 @@ def figures(session: Session, machine: Machine, commit_id: int | None = None,
     between = pooled_between(rows)
     out = [_subject_figures(machine, commit.hash, key, by_variant, between) for key, by_variant in grouped.items()]
     return sorted(out, key=lambda f: (f.area, f.subject, f.size))
+
+
+def _one_environment(rows: Collection[tuple[Result, Benchmark]]) -> list[tuple[Result, Benchmark]]:
+    """Of each subject and size measured in several asv environments at one commit (a matrix of two
+    torch versions, say), the rows of the one stored last: one figure never mixes environments."""
+    kept: dict[tuple[str | None, str], int] = {}
+    for result, bench in rows:
+        key = (bench.subject, result.params.get("size", ""))
+        kept[key] = max(kept.get(key, result.environment_id), result.environment_id)
+    return [(r, b) for r, b in rows if kept[(b.subject, r.params.get("size", ""))] == r.environment_id]
 
 
 def pooled_between(rows: Collection[tuple[Result, Benchmark]]) -> dict[str | None, Between | None]:
