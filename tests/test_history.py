@@ -356,10 +356,37 @@ def test_two_processes_never_build_commits_in_one_asv_environment_at_once(tmp_pa
             pass
         holder = " ".join(["proofbench", *sys.argv[1:2]])  # the command, as the lock file says it
         assert second() == (f"{layout.env_dir}: {holder} (pid {os.getpid()}) is building and measuring commits in "
-                            f"these asv environments; two at once build each other's code: run this when it is done")
+                            f"these asv environments; two at once build each other's code and slow each other's "
+                            f"timings: run this when it is done")
     assert second() == "held"  # given back at the end
     with building(layout), building(Layout.under(catalogue, tmp_path / "other")):  # another directory's: its own
         pass
+
+
+def test_run_is_refused_while_another_command_measures_in_the_project(tmp_project, tmp_path, capsys):
+    # `run` builds nothing, but it rewrites the suite another command's asv reads, and two at once
+    # slow each other's timings: it waits for no one and writes nothing
+    import sys
+
+    from proofbench import project as project_file
+    from proofbench.cli import main
+    from proofbench.pipeline.asv import Layout
+
+    env_dir = Layout.of(project_file.load(tmp_project / "proofbench.toml")).env_dir
+    script = ("import sys, time\nfrom pathlib import Path\nfrom proofbench.pipeline.asv import Layout, building\n"
+              "with building(Layout(None, Path(), Path(), Path(), Path(sys.argv[1]), Path())):\n"
+              "    print('held', flush=True)\n    time.sleep(120)\n")
+    holder = subprocess.Popen([sys.executable, "-c", script, str(env_dir)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        code = main(["run", "--profile", "smoke", "--no-report", "--project", str(tmp_project),
+                     "--db", f"sqlite:///{tmp_path / 'db.sqlite'}"])
+        err = " ".join(capsys.readouterr().err.split())
+        assert code == 2 and f"{env_dir}: proofbench" in err and "build each other's code" in err, err
+        assert not (tmp_project / "benchmarks").exists()  # the suite was not written
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 # -- end to end: a real repository measured commit by commit ------------------------------

@@ -7,6 +7,7 @@ from proofbench.cli.common import (
     add_db_option,
     add_profile_option,
     engine,
+    measuring,
     progress_bar,
     project,
     regenerate,
@@ -38,14 +39,15 @@ def handle(args: argparse.Namespace) -> int:
     layout = Layout.of(found)
     profile = get_profile(args.profile, found.profiles)
     catalogue = load_catalogue(found)
-    regenerate(catalogue, layout)
     db = engine(args, found)
-    machine = capture()
-    say(f"profile {profile.name}: {profile.description} (device {profile.device}, "
-                  f"{profile.torch_threads} torch thread(s))")
-    with progress_bar("starting asv") as update:
-        bench = bench_pattern(catalogue.registry, args.bench) if args.bench else None
-        measured = runner.measure(db, layout, catalogue, profile, machine, bench, on_progress=update)
+    with measuring(found):  # from the suite to the ingest: a history or check there at once is refused
+        regenerate(catalogue, layout)
+        machine = capture()
+        say(f"profile {profile.name}: {profile.description} (device {profile.device}, "
+            f"{profile.torch_threads} torch thread(s))")
+        with progress_bar("starting asv") as update:
+            bench = bench_pattern(catalogue.registry, args.bench) if args.bench else None
+            measured = runner.measure(db, layout, catalogue, profile, machine, bench, on_progress=update)
     status = show_ingest(measured.ingested)
     table.print_latest(db, machine.name, catalogue.claims)
     if not args.no_report:

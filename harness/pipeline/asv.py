@@ -110,9 +110,10 @@ def building(layout: Layout) -> Iterator[None]:
     """Hold `layout`'s asv environments for one command that builds and measures commits in them
     (its suite regenerated, its work folders emptied, asv's runs): two processes at once build
     each other's commits into the one checkout there and cache a wheel of one commit under
-    another's hash, which measures the wrong code from then on. A RunError, at once, where
-    another process holds them (a nightly check and a `bisect` by hand); within one process a
-    hold nests (the command's, then each `history.run`'s)."""
+    another's hash, which measures the wrong code from then on. `run`, which builds nothing,
+    holds them too: it rewrites the suite the other reads, and each slows the other's timings.
+    A RunError, at once, where another process holds them (a nightly check and a `bisect` by
+    hand); within one process a hold nests (the command's, then each `history.run`'s)."""
     lock = layout.env_dir / ".proofbench.lock"  # where asv must be able to write anyway
     held = _HELD.get(lock)
     if held is not None:
@@ -146,7 +147,8 @@ def _take(lock: Path, env_dir: Path):
         holder = handle.read().strip()[:200] or "another process"
         handle.close()
         raise RunError(f"{env_dir}: {holder} is building and measuring commits in these asv environments; "
-                       f"two at once build each other's code: run this when it is done") from None
+                       f"two at once build each other's code and slow each other's timings: run this when it is done"
+                       ) from None
     command = " ".join(["proofbench", *sys.argv[1:2]])
     handle.truncate(0)
     handle.write(f"{command} (pid {os.getpid()})")
