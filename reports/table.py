@@ -11,10 +11,11 @@ The JSON ("proofbench-table", version `FORMAT_VERSION`) is for scripts:
                   "verdict_reason": "too noisy here (...)" | "" ,
                   "rounds": int | null, "rounds_kept": int | null,
                   "isa": "bf16 without ... is emulated on this CPU" | "",
-                  "claim": {"id", "promised", "verdict", "reason"} | null}, ...]}
+                  "claims": [{"id", "promised", "verdict", "reason"}, ...]}, ...]}
 
-One record per subject, size, variant and machine; the baseline's `speedup` and `verdict` are null
-(it is the reference). Numbers are null where undefined, never NaN.
+One record per subject, size, variant and machine, with every claim about that variant (by id;
+none: []); the baseline's `speedup` and `verdict` are null (it is the reference). Numbers are
+null where undefined, never NaN. Version 1 held one `claim`, whichever came first.
 """
 from __future__ import annotations
 
@@ -34,20 +35,20 @@ from proofbench.db.session import location, nothing_measured
 from proofbench.reports import formatting as fmt
 
 FORMAT = "proofbench-table"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _COLUMNS = ("subject", "size", "variant", "time", "items/s", "speedup [95% CI]", "outcome", "claim", "verdict")
 
 
 @dataclass(frozen=True)
 class Line:
-    """One variant of one subject at one size on one machine, with its claim's verdict."""
+    """One variant of one subject at one size on one machine, with every claim about it (by id)
+    and its verdict there."""
 
     machine: str
     commit: str
     subject: SubjectFigures
     variant: VariantFigures
-    claim: Claim | None
-    verdict: Verdict | None
+    claims: tuple[tuple[Claim, Verdict | None], ...]
 
 
 def lines(engine: Engine, claims: tuple[Claim, ...] | None = None, machine: str | None = None) -> list[Line]:
@@ -62,12 +63,13 @@ def lines(engine: Engine, claims: tuple[Claim, ...] | None = None, machine: str 
         found = machine_views(session, claims)
         names = [machine] if machine is not None else sorted({v.machine.name for v in found})
         chosen = {resolve_machine(session, name).id for name in names}  # each name's fingerprint measured last
+    by_id = sorted(claims, key=lambda c: c.id)  # one order, whichever command read them
     for view in (v for v in found if v.machine.id in chosen):
         for s in view.subjects:
             for v in s.variants:
-                claim = next((c for c in claims if c.subject == s.subject and c.variant == v.variant), None)
-                out.append(Line(view.machine.name, s.commit, s, v, claim,
-                                view.verdicts.get(claim.id) if claim else None))
+                about = tuple((c, view.verdicts.get(c.id)) for c in by_id
+                              if c.subject == s.subject and c.variant == v.variant)
+                out.append(Line(view.machine.name, s.commit, s, v, about))
     return out
 
 
@@ -117,10 +119,8 @@ def record(line: Line) -> dict:
         "verdict": word, "verdict_reason": why,
         "rounds": s.rounds if paired else None, "rounds_kept": s.kept if paired else None,
         "isa": fmt.isa_words(v.isa),
-        "claim": None if line.claim is None else {
-            "id": line.claim.id, "promised": fmt.promise(line.claim),
-            "verdict": line.verdict.label if line.verdict else None,
-            "reason": fmt.verdict_reason(line.verdict) if line.verdict else ""},
+        "claims": [{"id": claim.id, "promised": fmt.promise(claim), "verdict": verdict.label if verdict else None,
+                    "reason": fmt.verdict_reason(verdict) if verdict else ""} for claim, verdict in line.claims],
     }
 
 
@@ -129,16 +129,17 @@ def as_json(found: list[Line]) -> dict:
     return {"format": FORMAT, "version": FORMAT_VERSION, "records": [record(line) for line in found]}
 
 
-def _cells(line: Line) -> tuple[str, ...]:
-    v, claim = line.variant, line.claim
+def _cells(line: Line, apart: str = "\n") -> tuple[str, ...]:
+    # every claim on a line of its own within the cell, its verdict beside it (`apart` for Markdown)
+    v = line.variant
     word, why = _outcome(v)
     speed = f"{fmt.factor(v.speedup.estimate)} {fmt.interval(v.speedup.low, v.speedup.high)}" \
         if v.speedup and v.variant != "baseline" else ""
     outcome = ": ".join(x for x in (word, why) if x) if v.status == "ok" else v.reason[:100]
     return (line.subject.subject, line.subject.size, v.variant, fmt.seconds(v.time.median) if v.time else v.status,
             fmt.rate(v.items_per_second), speed, "; ".join(x for x in (outcome, fmt.isa_words(v.isa)) if x),
-            f"{fmt.promise(claim)} ({fmt.source(claim.source)})" if claim else "",
-            line.verdict.label if line.verdict else "")
+            apart.join(f"{fmt.promise(claim)} ({fmt.source(claim.source)})" for claim, _ in line.claims),
+            apart.join(verdict.label if verdict else "" for _, verdict in line.claims))
 
 
 def markdown(found: list[Line]) -> str:
@@ -146,7 +147,7 @@ def markdown(found: list[Line]) -> str:
     out = []
     for machine in dict.fromkeys(line.machine for line in found):
         out += [f"### {machine}", "", "| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
-        out += ["| " + " | ".join(c.replace("|", "\\|") for c in _cells(line)) + " |"
+        out += ["| " + " | ".join(c.replace("|", "\\|") for c in _cells(line, "<br>")) + " |"
                 for line in found if line.machine == machine]
         out.append("")
     return "\n".join(out)

@@ -152,7 +152,7 @@ def test_table_prints_one_record_per_subject_size_variant_and_machine(smoke_run,
     ingest(engine, list(outcome.results), _sources(layout, list(outcome.results)))
     assert cli.main(["table", "--format", "json", "--db", sqlite_url]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert (doc["format"], doc["version"]) == ("proofbench-table", 1)
+    assert (doc["format"], doc["version"]) == ("proofbench-table", 2)
     keys = {(r["subject"], r["size"], r["variant"], r["machine"]) for r in doc["records"]}
     assert len(keys) == len(doc["records"]) == 4
     for r in doc["records"]:

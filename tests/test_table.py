@@ -81,3 +81,36 @@ def test_without_a_machine_each_name_shows_the_fingerprint_measured_last(sqlite_
     for argv in ([], ["--machine", "box"]):
         code, out, _ = _run(capsys, "table", "--format", "json", *argv, "--db", sqlite_url)
         assert code == 0 and {r["commit"] for r in json.loads(out)["records"]} == {_hash(5)}, argv
+
+
+def test_every_claim_about_a_variant_is_shown_in_one_order_whichever_command_reads_them(tmp_path, capsys):
+    # the table showed the first claim it met: `run` (the catalogue's order) and `table` (the
+    # database's) showed different claims, and so different verdicts, of the same results
+    from sqlalchemy.orm import Session
+    from test_report_site import make_db
+
+    from proofbench.db.models import ClaimRow
+    from proofbench.reports.render import stored_claims
+
+    url = f"sqlite:///{tmp_path / 'claims.sqlite'}"
+    make_db(url)
+    engine = connect(url)
+    with Session(engine) as session, session.begin():
+        session.add(ClaimRow(id="loading.lmdb_read/0-modest", subject="loading.lmdb_read", variant="optimized",
+                             source="001_other.txt", quote="a bit faster", kind="speedup", metric="time", low=1.2,
+                             high=1.2, device="any", note=""))
+    with Session(engine) as session:
+        claims = tuple(stored_claims(session)[0])
+    orders = [table.lines(engine, claims, "ci-box"), table.lines(engine, claims[::-1], "ci-box")]
+    ids = [[[c.id for c, _ in line.claims] for line in found] for found in orders]
+    assert ids[0] == ids[1]
+    code, out, _ = _run(capsys, "table", "--machine", "ci-box", "--format", "json", "--db", url)
+    records = {(r["subject"], r["variant"]): r for r in json.loads(out)["records"]}
+    assert code == 0 and json.loads(out)["version"] == 2
+    shown = records[("loading.lmdb_read", "optimized")]["claims"]
+    assert [c["id"] for c in shown] == ["loading.lmdb_read/0-modest", "loading.lmdb_read/speed"]
+    assert [c["verdict"] for c in shown] == ["reproduced", "partly"]  # x2.85 against 1.2 and against 5
+    assert records[("loading.lmdb_read", "baseline")]["claims"] == []
+    code, out, _ = _run(capsys, "table", "--machine", "ci-box", "--format", "markdown", "--db", url)
+    row = next(line for line in out.splitlines() if "| loading.lmdb_read | small | optimized |" in line)
+    assert "1.2x faster (001)<br>5x faster (000) | reproduced<br>partly |" in row
