@@ -337,6 +337,15 @@ def test_a_claim_beyond_the_reach_of_an_interval_that_decides_no_word_is_judged_
     assert (short.label, short.why) == ("partly", Because.WITHIN_PROMISE)
     assert format_reason(short).startswith("too noisy here (±") and format_reason(short).endswith(
         "; the whole interval lies above 1 and below the promised 5x")
+    # too noisy, not clear of 1 and wholly below the promise: out of reach, whichever word the next
+    # run decides (a slower 0.79x [0.73, 0.85] and 0.88x [0.76, 1.01] against 1.5x read "inconclusive",
+    # between a quieter run's "not reproduced")
+    for estimate in (0.79, 0.88):
+        out = verdict(_about(estimate, 0.07), 1.5)
+        assert (out.label, out.why) == ("not reproduced", Because.BELOW_PROMISE), estimate
+        assert format_reason(out).startswith("too noisy here (±") and format_reason(out).endswith(
+            "; the whole interval lies below the promised 1.5x")
+    assert verdict(_about(1.45, 0.15), 1.5).label == "inconclusive"  # it holds the promise: the next run may reach it
 
 
 def test_too_few_rounds_decide_nothing():

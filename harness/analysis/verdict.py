@@ -155,14 +155,15 @@ def _speedup(claim: Claim, figures: SubjectFigures) -> Verdict:
         return Verdict(label, claim.kind, why, s.estimate, s.low, s.high, p_value=s.p_value,
                        rounds=(s.kept, s.rounds), promised=claim.low, detail=detail)
 
-    if s.difference == Difference.INCONCLUSIVE and s.why in NEAR_ONE and s.high < claim.low:
-        return made("not reproduced", Why.BELOW_PROMISE, str(s.why))
     if s.difference == Difference.INCONCLUSIVE and s.why is Outcome.TOO_NOISY and s.low > max(
             claim.low, 1.0 + s.between_runs):  # clear of 1 by the margin a word needs, too
         return made("reproduced", Why.ABOVE_PROMISE, str(s.why))
     if s.difference == Difference.INCONCLUSIVE and s.why is Outcome.TOO_NOISY and \
             1.0 + s.between_runs < s.low and s.high < claim.low:  # faster, and short of it whatever the next run
         return made("partly", Why.WITHIN_PROMISE, str(s.why))
+    if s.difference == Difference.INCONCLUSIVE and (s.why in NEAR_ONE or s.why is Outcome.TOO_NOISY) and \
+            s.high < claim.low:  # not clearly faster, and the promise out of reach whatever the next run
+        return made("not reproduced", Why.BELOW_PROMISE, str(s.why))
     if s.difference == Difference.INCONCLUSIVE:
         return made("inconclusive", Why.UNDECIDED, str(s.why))
     if s.difference == Difference.FASTER and s.estimate >= claim.low:
