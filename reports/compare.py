@@ -11,10 +11,11 @@ from pathlib import Path
 
 from markupsafe import Markup
 
+from proofbench.analysis.across_runs import ASSUMED_BETWEEN_RUNS, MIN_RUNS
 from proofbench.reports import formatting as fmt
 
-JSON_FORMAT = 2  # version of the JSON document; bumped when its shape changes (2: plain asv benchmarks,
-# speedups from paired rounds)
+JSON_FORMAT = 3  # version of the JSON document; bumped when its shape changes (2: plain asv benchmarks,
+# speedups from paired rounds; 3: the A/B ratio's interval holds how much each side's runs move)
 
 
 def _number(x: float | None) -> float | None:
@@ -22,13 +23,17 @@ def _number(x: float | None) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 
-def _ratio(s) -> dict | None:
-    # the throughput ratio between machines: samples of separate processes (stats.Speedup)
-    if s is None:
+def _ratio(r) -> dict | None:
+    # the throughput ratio between machines: two runs' samples, how much each side's runs move held
+    # by its interval (analysis.across_runs.AcrossRuns); `samples_low/high`: the samples' own interval
+    if r is None:
         return None
-    return {"estimate": _number(s.estimate), "low": _number(s.low), "high": _number(s.high),
-            "p_value": _number(s.p_value), "n_reference": s.n_baseline, "n_compared": s.n_variant,
-            "significant": s.significant, "word": str(s.difference)}
+    return {"estimate": _number(r.estimate), "low": _number(r.low), "high": _number(r.high),
+            "samples_low": _number(r.within.low), "samples_high": _number(r.within.high),
+            "p_value": _number(r.within.p_value), "n_reference": r.within.n_baseline,
+            "n_compared": r.within.n_variant, "word": str(r.difference), "reason": r.why,
+            "run_to_run": {side: {"fraction": _number(m.fraction), "runs": m.runs, "assumed": m.assumed}
+                           for side, m in (("a", r.a), ("b", r.b))}}
 
 
 def _speedup(s) -> dict | None:
@@ -60,14 +65,16 @@ def _gpu(conditions) -> dict | None:
 def as_json(comparison) -> dict:
     """The comparison as a JSON-safe dict: stable key order, NaN as null, a format version.
 
-    `throughput_ratio` is items/s on A over items/s on B; its `word` reads "faster" when A is
-    significantly faster. Each side's `speedup` is its variant over its baseline on that machine.
-    `benchmarks` are the plain asv benchmarks measured on both at `benchmarks_commit`: asv's value
-    on each machine and `ratio`, A's over B's.
+    `throughput_ratio` is items/s on A over items/s on B; its interval holds how much each side's
+    runs move (`run_to_run`: measured over `runs` runs of that benchmark, or `assumed`), and its
+    `word` reads "faster" when that whole interval lies above 1 (`reason`: why no word). Each
+    side's `speedup` is its variant over its baseline on that machine. `same_hardware`: two
+    machine names with one hardware fingerprint. `benchmarks` are the plain asv benchmarks
+    measured on both at `benchmarks_commit`: asv's value on each machine and `ratio`, A's over B's.
     """
     return {
         "format": JSON_FORMAT, "a": asdict(comparison.a), "b": asdict(comparison.b),
-        "same_commit": comparison.same_commit,
+        "same_commit": comparison.same_commit, "same_hardware": comparison.same_hardware,
         "subjects": [{"subject": s.subject, "area": s.area, "item": s.item, "size": s.size,
                       "variants": [{"variant": v.variant, "a": _variant(v.a), "b": _variant(v.b),
                                     "throughput_ratio": _ratio(v.ratio), "note": v.note} for v in s.variants]}
@@ -119,8 +126,13 @@ def text(comparison) -> str:
     if not comparison.same_commit:
         sides = "devices" if comparison.a.device else "machines"
         out.print(f"note: the {sides} are compared at different commits (each one's latest)")
+    if comparison.same_hardware:
+        out.print("note: A and B have the same hardware fingerprint: a difference between them is their runs', "
+                  "not their hardware's")
     if comparison.subjects:
         out.print(table)
+        if _assumed(comparison):
+            out.print(ASSUMED_NOTE)
     if comparison.plain:
         out.print(_plain_table(comparison))
     return out.export_text()
@@ -158,8 +170,25 @@ def _ratio_cell(v) -> str:
     if v.ratio is None:
         return v.note
     figure = f"{fmt.factor(v.ratio.estimate)} {fmt.interval(v.ratio.low, v.ratio.high)}".strip()
-    word = {"faster": "A faster", "slower": "A slower"}.get(v.ratio.difference, v.ratio.difference)
-    return f"{figure} ({word})"
+    return f"{figure} ({ratio_word(v.ratio)})"
+
+
+def ratio_word(ratio) -> str:
+    """The A/B ratio's word, with why where it has none, and `*` where how much a side's runs
+    move was assumed (`ASSUMED_NOTE`): 'A faster', 'inconclusive: too few samples *'."""
+    word = {"faster": "A faster", "slower": "A slower"}.get(ratio.difference, str(ratio.difference))
+    said = f"{word}: {ratio.why}" if ratio.why else word
+    return f"{said} *" if ratio.a.assumed or ratio.b.assumed else said
+
+
+def _assumed(comparison) -> bool:
+    return any(v.ratio is not None and (v.ratio.a.assumed or v.ratio.b.assumed)
+               for s in comparison.subjects for v in s.variants)
+
+
+ASSUMED_NOTE = (f"* how much a run moves was assumed, ±{ASSUMED_BETWEEN_RUNS:.0%}, on a side with fewer than "
+                f"{MIN_RUNS} runs of that benchmark (its history measures it): two runs of the same code can differ "
+                f"by tens of percent, which a run's own samples do not show")
 
 
 def html(comparison, site: Path | None = None, out: Path | None = None) -> str:
@@ -172,7 +201,8 @@ def html(comparison, site: Path | None = None, out: Path | None = None) -> str:
     # inlined as it is: a <style> element's text is never unescaped, and the file is ours
     own = {} if root is not None else {"standalone": True, "stylesheet": Markup((STATIC_DIR / "site.css").read_text())}
     return environment().get_template("compare.html").render(
-        c=comparison, root=root or "", page="compare", **own,
+        c=comparison, root=root or "", page="compare", ratio_word=ratio_word,
+        assumed_note=ASSUMED_NOTE if _assumed(comparison) else "", **own,
         generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
 
 

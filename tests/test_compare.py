@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 from postgres import db_url, postgres_server, postgres_url  # noqa: F401  (fixtures)
 from test_fleet import command, fleet_results, machines
@@ -43,7 +44,8 @@ def _json(capsys, url: str, *extra: str) -> dict:
 @pytest.mark.slow
 def test_compare_shows_both_machines_side_by_side(two_machines, capsys):
     doc = _json(capsys, two_machines)
-    assert (doc["format"], doc["a"]["name"], doc["b"]["name"], doc["same_commit"]) == (2, "cpu-box", "gpu-box", True)
+    assert (doc["format"], doc["a"]["name"], doc["b"]["name"], doc["same_commit"]) == (3, "cpu-box", "gpu-box", True)
+    assert doc["same_hardware"] is False
     assert doc["benchmarks"] == [] and doc["benchmarks_commit"] is None  # every benchmark here is a subject's
     assert doc["a"]["gpu"] == "none" and doc["a"]["gpu_note"] == "NVML not available: NVML Shared Library Not Found"
     assert doc["b"]["gpu"] == GPU and doc["b"]["gpu_note"] is None
@@ -54,11 +56,14 @@ def test_compare_shows_both_machines_side_by_side(two_machines, capsys):
         for v in subject["variants"]:
             ratio = v["throughput_ratio"]  # items/s on cpu-box over gpu-box: gpu-box takes half the time
             assert ratio["estimate"] == pytest.approx(0.5), v
-            if min(ratio["n_reference"], ratio["n_compared"]) >= 4:  # fewer samples: no 95% interval exists
-                assert ratio["low"] <= 0.5 <= ratio["high"], v
+            if min(ratio["n_reference"], ratio["n_compared"]) >= 5:  # fewer samples: no interval, no word
+                assert ratio["low"] < ratio["samples_low"] <= 0.5 <= ratio["samples_high"] < ratio["high"], v
+                assert ratio["run_to_run"] == {side: {"fraction": 0.25, "runs": 0, "assumed": True} for side in "ab"}
+                # half the speed: "slower" only where it lies beyond what the runs' samples and a run's move hold
+                assert ratio["word"] == ("slower" if ratio["high"] < 1 else "inconclusive"), ratio
                 intervals += 1
             else:
-                assert ratio["low"] is None and ratio["high"] is None
+                assert ratio["low"] is None and ratio["high"] is None and ratio["word"] == "inconclusive"
             assert v["a"]["items_per_second"] == pytest.approx(0.5 * v["b"]["items_per_second"])
             assert ratio["n_reference"] == v["b"]["samples"] and ratio["n_compared"] == v["a"]["samples"]
         a, b = (subject["variants"][1][side]["speedup"] for side in ("a", "b"))
@@ -142,6 +147,36 @@ def test_throughput_ratio_says_why_it_is_missing():
         None, "not the same work: 10 items per call on A, 20 on B")
     ratio, note = throughput_ratio(ok, _figures("optimized", (0.5, 0.55, 0.45, 0.5, 0.52)))
     assert note == "" and ratio.estimate == pytest.approx(0.5, rel=0.05) and ratio.difference == "slower"
+
+
+def test_a_ratio_of_two_runs_holds_how_much_a_run_moves():
+    # two runs on one machine read "A faster" at 1.31x [1.01, 1.40] from their samples alone, and
+    # "no significant difference" at 0.97x [0.93, 1.01] the time before
+    from proofbench.analysis.across_runs import ASSUMED_BETWEEN_RUNS, RunToRun, across_runs, run_to_run
+    from proofbench.stats import Difference, speedup
+
+    rng = np.random.default_rng(3)
+
+    def samples(level: float, n: int = 5) -> list[float]:
+        return (level * np.exp(rng.normal(0, 0.02, n))).tolist()
+
+    assumed = run_to_run([1.0, 1.1, 0.9])  # three runs: too few to tell
+    assert (assumed.fraction, assumed.runs, assumed.assumed) == (ASSUMED_BETWEEN_RUNS, 0, True)
+    within = speedup(samples(1.31), samples(1.0))  # A takes 1/1.31 of B's time
+    assert within.difference == Difference.FASTER and within.low > 1.2
+    guessed = across_runs(within, assumed, assumed)
+    assert guessed.difference == Difference.INCONCLUSIVE and guessed.low < 1 < guessed.high
+    assert guessed.why == "cannot tell it from no difference"
+    # measured: ten runs moving about 2% (and one step between commits, which moves one difference)
+    history = [1.0, 1.02, 0.99, 1.01, 1.3, 1.31, 1.28, 1.3, 1.32, 1.29]
+    quiet = run_to_run(history)
+    assert not quiet.assumed and quiet.runs == 10 and 0.005 < quiet.fraction < 0.04
+    measured = across_runs(within, quiet, quiet)
+    assert measured.difference == Difference.FASTER and 1 < measured.low < within.low
+    same = across_runs(speedup(samples(1.0, 9), samples(1.0, 9)), RunToRun(0.005, 8), RunToRun(0.005, 8))
+    assert same.difference == Difference.NONE and 0.97 < same.low and same.high < 1.03
+    few = across_runs(speedup([1.0] * 3, [2.0] * 3), quiet, quiet)
+    assert few.difference == Difference.INCONCLUSIVE and few.why == "too few samples" and math.isnan(few.low)
 
 
 def test_json_has_no_nan_where_an_interval_is_undefined():

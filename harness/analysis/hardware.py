@@ -4,9 +4,10 @@ For each subject and size: every variant's speedup over its baseline on machine 
 machine B (as `proofbench.analysis.comparison` derives it on each machine), and the absolute throughput
 ratio between the machines: items/s of the same variant at the same size on A over B. The
 ratio is `proofbench.stats.speedup` applied to the two machines' raw time samples, B's as the
-reference, so it carries the same Hodges-Lehmann estimate, 95% interval and Mann-Whitney
-test as a speedup; above 1, A does more items per second. Both sides do the same work (same
-subject, variant, size and item count) or no ratio is given, and the reason is kept.
+reference (a Hodges-Lehmann estimate and its 95% interval), that interval widened by how much
+each side's runs move (`proofbench.analysis.across_runs`: measured over its history of that
+benchmark, else assumed); above 1, A does more items per second. Both sides do the same work
+(same subject, variant, size and item count) or no ratio is given, and the reason is kept.
 
 Figures come from one commit given for both machines, or each machine's latest commit.
 
@@ -32,12 +33,13 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from proofbench import git, parameters
+from proofbench.analysis.across_runs import ASSUMED, AcrossRuns, RunToRun, across_runs, run_to_run
 from proofbench.analysis.comparison import SubjectFigures, VariantFigures, figures, machines
 from proofbench.db.commits import latest, ordered
 from proofbench.db.models import Benchmark, Commit, Machine, Result
 from proofbench.errors import InputError
 from proofbench.profile import Profile
-from proofbench.stats import Speedup, speedup
+from proofbench.stats import speedup
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ class VariantPair:
     variant: str
     a: VariantFigures | None
     b: VariantFigures | None
-    ratio: Speedup | None
+    ratio: AcrossRuns | None
     note: str  # why there is no ratio; empty when there is one
 
 
@@ -112,6 +114,11 @@ class HardwareComparison:
     def same_commit(self) -> bool:
         return self.a.commit == self.b.commit
 
+    @property
+    def same_hardware(self) -> bool:
+        """Two machine names with one hardware fingerprint (not one machine's two devices)."""
+        return self.a.fingerprint == self.b.fingerprint and not self.a.device
+
 
 def resolve_machine(session: Session, spec: str) -> Machine:
     """The machine called `spec` (the fingerprint with its newest result), or `NAME@FINGERPRINT`."""
@@ -151,13 +158,14 @@ def compare(session: Session, a: str, b: str, rev: str | None = None, repo: Path
     is nothing to compare."""
     machine_a, machine_b = resolve_machine(session, a), resolve_machine(session, b)
     commit = resolve_commit(session, rev, repo) if rev else None
-    commits, sets = [], []
+    commits, sets, moves = [], [], []
     for machine in (machine_a, machine_b):
         newest = latest(session, machine.id)
         commit_id = commit.id if commit is not None else (newest.id if newest is not None else None)
         commits.append(session.get(Commit, commit_id) if commit_id is not None else None)
         sets.append(figures(session, machine, commit_id))
-    pairs = _pairs(*sets) if sets[0] and sets[1] else ()
+        moves.append(_run_to_run(session, machine, commit_id))
+    pairs = _pairs(*sets, *moves) if sets[0] and sets[1] else ()
     at = commit or _common_commit(session, machine_a, machine_b)
     plain = _plain_pairs(session, machine_a, machine_b, at) if at is not None else ()
     if not pairs and not plain:
@@ -176,7 +184,7 @@ def compare_devices(session: Session, spec: str, devices: tuple[str, str], known
         raise InputError(f"--devices: give two different devices, got {' '.join(devices)}")
     machine = resolve_machine(session, spec)
     commit = resolve_commit(session, rev, repo) if rev else None
-    sides, sets = [], []
+    sides, sets, moves = [], [], []
     for device in devices:
         names = sorted(name for name, p in known.items() if p.device == device)
         at = commit or latest(session, machine.id, names)
@@ -185,14 +193,41 @@ def compare_devices(session: Session, spec: str, devices: tuple[str, str], known
             raise InputError(_why_no_device(machine, device, names, commit))
         sides.append(replace(_side(machine, at), device=device))
         sets.append(found)
-    return HardwareComparison(sides[0], sides[1], _pairs(*sets))
+        moves.append(_run_to_run(session, machine, at.id, names))
+    return HardwareComparison(sides[0], sides[1], _pairs(*sets, *moves))
 
 
-def _pairs(a: list[SubjectFigures], b: list[SubjectFigures]) -> tuple[SubjectPair, ...]:
+_Moves = dict[tuple[str, str, str], RunToRun]  # (subject, size, variant) -> how much its runs move
+
+
+def _pairs(a: list[SubjectFigures], b: list[SubjectFigures], moves_a: _Moves, moves_b: _Moves
+           ) -> tuple[SubjectPair, ...]:
     """Side A's and side B's figures of each subject and size either side measured, by area."""
     sets = [{(f.subject, f.size): f for f in found} for found in (a, b)]
     keys = sorted(set(sets[0]) | set(sets[1]), key=lambda k: (_either(sets, k).area, k))
-    return tuple(_subject_pair(sets[0].get(k), sets[1].get(k)) for k in keys)
+    return tuple(_subject_pair(sets[0].get(k), sets[1].get(k), moves_a, moves_b) for k in keys)
+
+
+def _run_to_run(session: Session, machine: Machine, commit_id: int | None,
+                profiles: list[str] | None = None) -> _Moves:
+    """How much each subject's variant's runs move on `machine`: its time per call over every run
+    stored there in the environment and profile of its result at `commit_id`, oldest first."""
+    query = (select(Result.value, Result.started_at, Result.id, Result.params, Result.profile,
+                    Result.environment_id, Result.commit_id, Benchmark.subject)
+             .join(Benchmark, Result.benchmark_id == Benchmark.id)
+             .where(Result.machine_id == machine.id, Result.status == "ok", Benchmark.kind == "subject",
+                    Benchmark.name.endswith(".time_call")))
+    if profiles is not None:
+        query = query.where(Result.profile.in_(profiles))
+    runs: dict[tuple, list] = {}
+    compared: dict[tuple[str, str, str], tuple] = {}
+    for value, started, row_id, params, profile, env, commit, subject in session.execute(query):
+        key = (subject, str(params.get("size", "")), str(params.get("variant", "")))
+        runs.setdefault((*key, profile, env), []).append((started is None, started or 0, row_id, value))
+        if commit == commit_id:
+            compared[key] = (*key, profile, env)
+    return {key: run_to_run([v for *_, v in sorted(runs[group], key=lambda r: r[:3])])
+            for key, group in compared.items()}
 
 
 def _why_no_device(machine: Machine, device: str, names: list[str], commit: Commit | None) -> str:
@@ -275,21 +310,25 @@ def _side(machine: Machine, commit: Commit) -> MachineSide:
                        cuda=profile.get("cuda_version"))
 
 
-def _subject_pair(a: SubjectFigures | None, b: SubjectFigures | None) -> SubjectPair:
+def _subject_pair(a: SubjectFigures | None, b: SubjectFigures | None, moves_a: _Moves, moves_b: _Moves
+                  ) -> SubjectPair:
     first = a or b
     names = [v.variant for v in a.variants] if a else []
     names += [v.variant for v in b.variants if v.variant not in names] if b else []
     variants = []
     for name in names:
         va, vb = (a.variant(name) if a else None), (b.variant(name) if b else None)
-        ratio, note = throughput_ratio(va, vb)
+        key = (first.subject, first.size, name)
+        ratio, note = throughput_ratio(va, vb, moves_a.get(key, ASSUMED), moves_b.get(key, ASSUMED))
         variants.append(VariantPair(name, va, vb, ratio, note))
     return SubjectPair(subject=first.subject, area=first.area, item=first.item, size=first.size,
                        description=first.description, variants=tuple(variants))
 
 
-def throughput_ratio(a: VariantFigures | None, b: VariantFigures | None) -> tuple[Speedup | None, str]:
-    """Items/s on A over items/s on B from both time sample sets, or None and why not."""
+def throughput_ratio(a: VariantFigures | None, b: VariantFigures | None, moves_a: RunToRun = ASSUMED,
+                     moves_b: RunToRun = ASSUMED) -> tuple[AcrossRuns | None, str]:
+    """Items/s on A over items/s on B from both time sample sets, with how much each side's runs
+    move (`moves_a`, `moves_b`), or None and why not."""
     for label, side in (("A", a), ("B", b)):
         if side is None:
             return None, f"not measured on {label}"
@@ -299,4 +338,4 @@ def throughput_ratio(a: VariantFigures | None, b: VariantFigures | None) -> tupl
             return None, f"no time samples on {label}"
     if a.items is not None and b.items is not None and a.items != b.items:
         return None, f"not the same work: {a.items:g} items per call on A, {b.items:g} on B"
-    return speedup(b.samples, a.samples), ""
+    return across_runs(speedup(b.samples, a.samples), moves_a, moves_b), ""
