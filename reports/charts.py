@@ -20,6 +20,9 @@ MAX_DECADES = 8  # log-axis ticks at most this many decades apart in count
 WIDTH, HEIGHT = 560, 270
 LEFT, RIGHT, TOP, BOTTOM = 66, 16, 30, 44
 CHAR_PX = 6.4  # average width of a 11px sans-serif character, for laying out legends
+TITLE_CHAR_PX = 7.4  # the same of a title's (12.5px, semibold), so a legend is kept off it
+ROW = 14  # height of a legend row under the title; the plot moves down by as much
+RULE_LABEL_PX = 11  # a rule's label height: closer labels are moved apart
 
 _SCALES = {
     "seconds": ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")),
@@ -63,6 +66,7 @@ class Line:
     paths: tuple[str, ...]
     dots: tuple[tuple[float, float], ...]
     tips: tuple[tuple[float, float, str], ...] = ()
+    dashed: bool = False
 
 
 @dataclass(frozen=True)
@@ -77,20 +81,24 @@ class Marker:
 
 @dataclass(frozen=True)
 class Rule:
-    """A horizontal reference line (1× speedup, a claim's promised figure)."""
+    """A horizontal reference line (1× speedup, a claim's promised figure); its label sits at
+    `label_y`, above the line unless another label is there."""
 
     y: float
     label: str
     css: str
+    label_y: float
 
 
 @dataclass(frozen=True)
 class LegendEntry:
-    """A swatch and label above the plot."""
+    """A swatch and label above the plot: beside the title or in a row under it (`y`: its top)."""
 
     x: float
+    y: float
     label: str
     css: str
+    dashed: bool = False
 
 
 @dataclass(frozen=True)
@@ -120,14 +128,20 @@ class Chart:
 
 @dataclass(frozen=True)
 class Plot:
-    """Input of one line: label, CSS class, commit ranks and values (None: failed there), and
-    optionally a tooltip text per point."""
+    """Input of one line: label, CSS class, commit ranks and values (NaN: none there), and
+    optionally a tooltip text per point.
+
+    A commit whose value is NaN is marked as failed, unless `failed` is given: then only those
+    where it is true are (a NaN elsewhere only breaks the line: another plot shows that commit).
+    """
 
     label: str
     css: str
     ranks: Sequence[int]
-    values: Sequence[float]  # NaN where there is no value (a failed run)
+    values: Sequence[float]
     tips: Sequence[str] = ()
+    failed: Sequence[bool] | None = None
+    dashed: bool = False
 
 
 class _Scale:
@@ -206,13 +220,30 @@ def _paths(xs: np.ndarray, ys: np.ndarray, valid: np.ndarray) -> tuple[tuple[str
     return tuple(paths), tuple(dots)
 
 
-def _legend(entries: list[tuple[str, str]], right: float) -> tuple[LegendEntry, ...]:
-    out, x = [], right
-    for label, css in reversed(entries):
-        x -= 16 + CHAR_PX * len(label)
-        out.append(LegendEntry(round(x, 1), label, css))
-        x -= 10
-    return tuple(reversed(out))
+def _legend(plots: list[Plot], title: str) -> tuple[tuple[LegendEntry, ...], int]:
+    """The legend, right of the title where it fits, else in rows under it; and how many rows
+    under the title it takes."""
+    widths = [16 + CHAR_PX * len(p.label) for p in plots]
+    right = WIDTH - RIGHT
+    beside = right - (sum(widths) + 10 * (len(widths) - 1))
+    x, row = (beside, 0) if beside >= 4 + TITLE_CHAR_PX * len(title) + 12 else (4.0, 1)
+    out = []
+    for p, width in zip(plots, widths):
+        if row and x > 4 and x + width > right:
+            x, row = 4.0, row + 1
+        out.append(LegendEntry(round(x, 1), 8 + ROW * row, p.label, p.css, p.dashed))
+        x += width + 10
+    return tuple(out), row
+
+
+def _rules(rules: Sequence[tuple[float, str, str]], y: _Scale) -> tuple[Rule, ...]:
+    """Rules in pixels, top first; a label that would overlap the one above it moves down."""
+    placed = sorted((float(y(np.array(v))), label, css) for v, label, css in rules)
+    out: list[Rule] = []
+    for at, label, css in placed:
+        label_y = at - 4 if not out else max(at - 4, out[-1].label_y + RULE_LABEL_PX)
+        out.append(Rule(round(at, 1), label, css, round(label_y, 1)))
+    return tuple(out)
 
 
 def line_chart(chart_id: str, title: str, quantity: Quantity, plots: list[Plot], x_ticks: list[tuple[int, str]],
@@ -230,16 +261,21 @@ def line_chart(chart_id: str, title: str, quantity: Quantity, plots: list[Plot],
     if r0 == r1:
         r0, r1 = r0 - 1, r1 + 1
     x = _Scale(r0, r1, LEFT, WIDTH - RIGHT, False)
-    y, y_ticks, y_label = value_axis(quantity, finite + [v for v, _, _ in rules], HEIGHT - BOTTOM, TOP,
-                                     zero=quantity.kind == "factor")
+    shown = finite + [v for v, _, _ in rules]
+    y, y_ticks, y_label = value_axis(quantity, shown, HEIGHT - BOTTOM, TOP, zero=quantity.kind == "factor")
+    legend, rows = _legend(plots, title + (" (log scale)" if y.log else ""))
+    top = TOP + ROW * rows
+    if rows:  # the plot starts under the legend's rows
+        y, y_ticks, y_label = value_axis(quantity, shown, HEIGHT - BOTTOM, top, zero=quantity.kind == "factor")
     lines, failures, off_scale = [], [], []
     for p, vals, fit in zip(plots, arrays, fits):
         valid = fit & ((vals > 0) if y.log else True)
+        failed = np.isnan(vals) if p.failed is None else np.asarray(p.failed, dtype=bool)
         xs = x(np.asarray(p.ranks, dtype=float))
         ys = y(np.where(valid, vals, 1.0))
         tips = tuple((round(float(a), 1), round(float(b), 1), t) for a, b, t, ok in zip(xs, ys, p.tips, valid) if ok)
-        lines.append(Line(p.label, p.css, *_paths(xs, ys, valid), tips))
-        failures.extend(round(float(xx), 1) for xx, v in zip(xs, vals) if np.isnan(v))
+        lines.append(Line(p.label, p.css, *_paths(xs, ys, valid), tips, p.dashed))
+        failures.extend(round(float(xx), 1) for xx, f in zip(xs, failed) if f)
         off_scale.extend(round(float(xx), 1) for xx, v, ok in zip(xs, vals, valid) if not ok and not np.isnan(v))
     return Chart(
         id=chart_id, title=title, y_label=y_label, x_label=x_label, log=y.log,
@@ -248,10 +284,10 @@ def line_chart(chart_id: str, title: str, quantity: Quantity, plots: list[Plot],
         lines=tuple(lines),
         markers=tuple(Marker(round(float(x(np.array(float(r)))), 1), n, css, title)
                       for r, n, css, title in markers),
-        rules=tuple(Rule(round(float(y(np.array(v))), 1), label, css) for v, label, css in rules),
+        rules=_rules(rules, y),
         failures=tuple(sorted(set(failures))),
         off_scale=tuple(sorted(set(off_scale) - set(failures))),
-        legend=_legend([(p.label, p.css) for p in plots], WIDTH - RIGHT))
+        legend=legend, top=top)
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,11 @@
 """Subject pages: each subject's history per machine and size, as charts with change points.
 
 A group is one machine, environment and size. Its charts: time per call and items/s for every
-variant, peak memory where measured, and each variant's speedup over the baseline per commit
-(the ratio of asv's per-commit medians; the interval at the newest commit is on the index).
+variant (items per call are the workload's, stored with the baseline), peak memory where
+measured, and each variant's speedup over the baseline per commit: the paired estimate of its
+alternating rounds (`track_speedup`, the figure the verdicts judge), and only where none is
+stored the ratio of the per-commit median times, dashed and named so (the interval at the
+newest commit is on the index).
 Change points come from reports/changes.py over every metric of the subject (as the nightly check
 looks at every series); those of time and peak memory are numbered on their charts, and all are
 listed under the charts with the commit and its subject line.
@@ -230,12 +233,14 @@ def _memory_chart(ctx, group, order, css, ticks, x_label, marks) -> charts.Chart
                              _plots(group.get("peak_memory", {}), order, css), ticks, x_label, marks)
 
 
-def _aligned(target: Series, other: Series) -> np.ndarray:
-    """`other`'s values at `target`'s commits (NaN where it has none); both ranks ascend."""
+def _aligned(ranks: list[int], other: Series | None) -> np.ndarray:
+    """`other`'s values at the commits `ranks` (NaN where it has none); both ranks ascend."""
+    if other is None:
+        return np.full(len(ranks), math.nan)
     values = np.asarray(other.values, dtype=float)
-    if target.ranks == other.ranks:
+    if list(ranks) == other.ranks:
         return values
-    have, want = np.asarray(other.ranks), np.asarray(target.ranks)
+    have, want = np.asarray(other.ranks), np.asarray(ranks)
     at = np.minimum(np.searchsorted(have, want), len(have) - 1)
     return np.where(have[at] == want, values[at], math.nan)
 
@@ -247,30 +252,58 @@ def _ratio(top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
 
 
 def _rate_chart(ctx, group, order, css, ticks, x_label, marks) -> charts.Chart | None:
-    plots = []
+    # A variant's items per call where it stored them, else the baseline's (as the figures take
+    # them): a variant's track_items is skipped by design, which is no failure.
+    items, plots = group.get("items", {}), []
     for v in order:
-        time, items = group.get("time", {}).get(v), group.get("items", {}).get(v)
-        if time is not None and items is not None:
-            rates = _ratio(_aligned(time, items), np.asarray(time.values, dtype=float))
-            plots.append(charts.Plot(v, css[v], time.ranks, rates))
+        time = group.get("time", {}).get(v)
+        if time is not None and (v in items or "baseline" in items):
+            own = _aligned(time.ranks, items.get(v))
+            per_call = np.where(np.isfinite(own), own, _aligned(time.ranks, items.get("baseline")))
+            plots.append(charts.Plot(v, css[v], time.ranks, _ratio(per_call, np.asarray(time.values, dtype=float))))
     quantity = charts.Quantity("rate", f"throughput ({{unit}}{ctx.item}s/s)")
     return charts.line_chart(f"{ctx.anchor}-rate", f"Throughput ({ctx.item}s per second)", quantity, plots,
                              ticks, x_label, marks)
 
 
 def _speedup_chart(ctx, group, order, css, ticks, x_label, marks) -> charts.Chart | None:
-    times = group.get("time", {})
-    base = times.get("baseline")
-    if base is None:
-        return None
-    plots = [charts.Plot(v, css[v], times[v].ranks,
-                         _ratio(_aligned(times[v], base), np.asarray(times[v].values, dtype=float)))
-             for v in order if v != "baseline" and v in times]
-    rules = [(1.0, "1× (as fast as the baseline)", "rule-even")]
-    rules += [(c.low, f"claimed {c.low:g}× ({c.variant}, {c.source})", "rule-claim")
-              for c in ctx.claims if c.kind == "speedup" and c.low is not None and c.variant in times]
-    return charts.line_chart(f"{ctx.anchor}-speedup", "Speedup: baseline time / variant time", SPEEDUP, plots,
+    times, paired = group.get("time", {}), group.get("speedup", {})
+    variants = [v for v in order if v != "baseline" and (v in paired or v in times)]
+    plots = [p for v in variants for p in _speedup_plots(v, css[v], paired.get(v), times.get(v), times.get("baseline"))]
+    rounds, ratio = any(not p.dashed for p in plots), any(p.dashed for p in plots)
+    kind = ("alternating rounds; dashed: time ratio" if rounds and ratio
+            else "time ratio of separate processes" if ratio else "alternating rounds")
+    rules = [(1.0, "1× (as fast as the baseline)", "rule-even"), *_claim_rules(ctx.claims, variants)]
+    return charts.line_chart(f"{ctx.anchor}-speedup", f"Speedup over the baseline ({kind})", SPEEDUP, plots,
                              ticks, x_label, marks, rules)
+
+
+def _speedup_plots(variant: str, css: str, paired: Series | None, time: Series | None,
+                   base: Series | None) -> list[charts.Plot]:
+    """The variant's stored paired speedups; where it has none, the baseline's median time over
+    its own, dashed and labelled "time ratio" (separate processes: no verdict reads it)."""
+    ranks = sorted(set(paired.ranks if paired else ()) | set(time.ranks if time and base else ()))
+    if not ranks:
+        return []
+    stored = _aligned(ranks, paired)
+    have = np.isfinite(stored)
+    ratio = np.where(have, math.nan, _ratio(_aligned(ranks, base), _aligned(ranks, time)))
+    missing = ~have & np.isnan(ratio)  # a failure only where neither figure is there
+    plots = [charts.Plot(variant, css, ranks, stored, failed=missing)] if have.any() or missing.all() else []
+    if np.isfinite(ratio).any():
+        plots.append(charts.Plot(f"{variant} (time ratio)", css, ranks, ratio, failed=missing, dashed=True))
+    return plots
+
+
+def _claim_rules(claims: list[Claim], variants: list[str]) -> list[tuple[float, str, str]]:
+    # one line and label per promised figure, naming every variant promised it
+    by_figure: dict[float, list[Claim]] = defaultdict(list)
+    for c in claims:
+        if c.kind == "speedup" and c.low is not None and c.variant in variants:
+            by_figure[c.low].append(c)
+    return [(low, f"claimed {low:g}× ({'/'.join(dict.fromkeys(c.variant for c in same))}, "
+                  f"{'/'.join(dict.fromkeys(c.source for c in same))})", "rule-claim")
+            for low, same in sorted(by_figure.items())]
 
 
 def _strip(ctx: _Context, figures: SubjectFigures | None, css: dict[str, str]) -> charts.Strip | None:

@@ -653,3 +653,101 @@ def test_the_regressions_page_and_the_check_agree_alert_for_alert(tmp_path):
     assert len(regressions) == opened.count("<tr>\n<td>") == 3
     for f in regressions:
         assert f.commit.hash[:10] in opened
+
+
+HALF = "inference.half_precision"  # bf16 reads 3.26x by time, 1.82x paired; inference_mode 0.93x and 1.06x
+HALF_TIMES = {"baseline": 1e-2, "bf16": 1e-2 / 3.26, "inference_mode": 1e-2 / 0.93}
+HALF_PAIRED = {"bf16": (1.82, 1.80), "inference_mode": (1.06, 1.05)}  # stored at the two newest commits
+
+
+def _half_precision_site(where: Path) -> str:
+    """A subject whose variants store no items per call (skipped by design), inference_mode's
+    time_call failed at commit 1, and paired speedups only at commits 2 and 3; two claims of 1.5x.
+    The page of the subject, rendered."""
+    engine = connect(f"sqlite:///{where / 'half.sqlite'}")
+    with Session(engine) as session, session.begin():
+        commits = [Commit(hash=f"{i}" * 40, position=i, committed_at=START + dt.timedelta(days=i)) for i in range(4)]
+        details = {"variants": {v: {"description": v, "requires": []} for v in HALF_TIMES}}
+        benches = {metric: Benchmark(name=f"inference.Half.{method}", version="1", subject=HALF, area="inference",
+                                     metric=metric, unit=unit, higher_is_better=metric != "time", item="sequence",
+                                     param_names=["variant", "size"], details=details)
+                   for method, metric, unit in (("time_call", "time", "seconds"), ("track_items", "items", "sequences"),
+                                                ("track_speedup", "speedup", "x"))}
+        machine, env = Machine(name="m", fingerprint="f", profile={}), Environment(name="e")
+        session.add_all([*commits, *benches.values(), machine, env])
+        rng = np.random.default_rng(5)
+        for i, commit in enumerate(commits):
+            for variant, seconds in HALF_TIMES.items():
+                failed = variant == "inference_mode" and i == 1
+                session.add(_result(benches["time"], machine, commit, env, variant, None if failed else seconds,
+                                    None if failed else [seconds] * 3, status="failed" if failed else "ok"))
+                baseline = variant == "baseline"
+                session.add(_result(benches["items"], machine, commit, env, variant, 64.0 if baseline else None,
+                                    status="ok" if baseline else "skipped"))
+                if variant in HALF_PAIRED and i >= 2:
+                    paired = HALF_PAIRED[variant][i - 2]
+                    session.add(_result(benches["speedup"], machine, commit, env, variant, paired,
+                                        rounds=_rounds(1e-2, paired, rng)))
+        session.add_all(ClaimRow(id=f"{HALF}/{v}", subject=HALF, variant=v, source="000_seed.txt", quote="1.5x",
+                                 kind="speedup", metric="time", low=1.5, high=1.5, device="any", note="")
+                        for v in HALF_PAIRED)
+    render(engine, where / "site")
+    return (where / "site" / "subjects" / f"{HALF}.html").read_text()
+
+
+def _figure(page: str, chart_id: str) -> str:
+    return re.search(rf'<figure class="chart" id="{chart_id}">(.*?)</figure>', page, re.S).group(1)
+
+
+def _plotted(figure: str) -> dict[tuple[str, bool], list[tuple[float, float]]]:
+    """Each polyline's (x, value) points by (css class, dashed), values read off the y axis's ticks."""
+    tick = r'<line class="grid" [^>]*y1="([\d.]+)"[^>]*/><text class="tick" [^>]*>([\d.]+)</text>'
+    ticks = [(float(y), float(label)) for y, label in re.findall(tick, figure)]
+    (y0, v0), (y1, v1) = ticks[0], ticks[-1]
+    out: dict[tuple[str, bool], list[tuple[float, float]]] = {}
+    for css, dashed, points in re.findall(r'<polyline class="ln (c\d)"( stroke-dasharray="[^"]+")? points="([^"]+)"',
+                                          figure):
+        for point in points.split():
+            x, y = map(float, point.split(","))
+            out.setdefault((css, bool(dashed)), []).append((x, v0 + (y - y0) * (v1 - v0) / (y1 - y0)))
+    return out
+
+
+def test_speedup_chart_plots_the_stored_paired_speedups_and_names_the_time_ratio_where_none_is(tmp_path):
+    # the chart drew bf16 at the time ratio 3.26x beside a paired verdict of 1.82x
+    figure = _figure(_half_precision_site(tmp_path), "m1-e1-small-speedup")
+    assert "Speedup over the baseline (alternating rounds; dashed: time ratio)" in figure
+    assert "bf16 (time ratio)" in figure and "inference_mode (time ratio)" in figure
+    lines = _plotted(figure)
+    for css, variant in (("c1", "bf16"), ("c2", "inference_mode")):  # commits 2 and 3
+        assert [v for _, v in lines[(css, False)]] == pytest.approx(HALF_PAIRED[variant], abs=0.01)
+    assert [v for _, v in lines[("c1", True)]] == pytest.approx([3.26, 3.26], abs=0.01)  # commits 0 and 1
+    assert ("c2", True) not in lines and figure.count('class="pt c2"') == 1  # commit 0 alone: it failed at 1
+    assert figure.count('<text class="fail"') == 1  # inference_mode at commit 1: neither figure
+    # the two 1.5x claims: one line, one label naming both variants
+    assert figure.count("rule-claim") == 1 and "claimed 1.5× (bf16/inference_mode, 000_seed.txt)" in figure
+
+
+def test_throughput_chart_has_every_variant_from_the_baselines_items_and_marks_only_real_failures(tmp_path):
+    # variants' track_items are skipped by design: the chart showed the baseline and a failure mark per commit
+    figure = _figure(_half_precision_site(tmp_path), "m1-e1-small-rate")
+    lines = _plotted(figure)
+    assert {css for css, _ in lines} == {"c0", "c1", "c2"}
+    base, bf16 = [v for _, v in lines[("c0", False)]], [v for _, v in lines[("c1", False)]]
+    assert len(base) == len(bf16) == 4
+    assert [b / a for a, b in zip(base, bf16)] == pytest.approx([3.26] * 4, rel=0.01)
+    assert figure.count('<text class="fail"') == 1  # inference_mode's failed time_call at commit 1
+    assert len(lines[("c2", False)]) == 2  # its commits 2 and 3 (commit 0 is a lone dot)
+
+
+def test_legend_moves_under_a_long_title_and_close_rule_labels_move_apart():
+    plot = charts.Plot("a variant with a long name", "c1", [0, 1], [1.0, 2.0])
+    quantity = charts.Quantity("factor", "speedup ({unit})")
+    title = "Speedup over the baseline (alternating rounds; dashed: time ratio)"
+    chart = charts.line_chart("x", title, quantity, [plot], [(0, "a")], "commit",
+                              rules=[(1.5, "claimed 1.5×", "rule-claim"), (1.52, "claimed 1.52×", "rule-claim")])
+    assert all(e.y >= charts.ROW for e in chart.legend) and chart.top == charts.TOP + charts.ROW
+    first, second = chart.rules
+    assert abs(first.label_y - second.label_y) >= charts.RULE_LABEL_PX
+    short = charts.line_chart("x", "Time", quantity, [plot], [(0, "a")], "commit")
+    assert [e.y for e in short.legend] == [8] and short.top == charts.TOP
