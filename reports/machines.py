@@ -3,7 +3,10 @@
 A column is one machine row (a name at one hardware fingerprint) with the newest figures of
 each subject measured on it and the verdict of every claim there. The profile table reads the
 JSON that harness/machine.py's `MachineProfile.to_dict` wrote, and whatever other keys a
-profile holds (an asv-only machine description, say) are listed as they are.
+profile holds are listed as they are. A machine known only from asv results holds those results'
+`params` instead: asv's machine description (`cpu`, `num_cpu`, `ram`...) with the environment's
+Python and packages mixed in; `facts` shows the description in the captured profile's rows and
+leaves the environment out.
 """
 from __future__ import annotations
 
@@ -58,14 +61,35 @@ def profile(machine: Machine) -> dict[str, Any]:
     return machine.profile if isinstance(machine.profile, dict) else {}
 
 
+# asv's machine description (asv.machine.Machine.fields, the keys proofbench's own machine.json adds, and
+# the file's version): every other key of a results file's params is the environment's (python, the matrix)
+_ASV_OWN = {"machine", "os", "arch", "cpu", "num_cpu", "ram", "gpu", "proofbench_fingerprint", "version"}
+_ASV_AS = {"cpu": "cpu_model", "num_cpu": "logical_cores", "proofbench_fingerprint": "fingerprint"}
+
+
+def facts(machine: Machine) -> dict[str, Any]:
+    """The machine's profile in the captured profile's keys, with the stored fingerprint where it
+    names none. A profile without `cpu_model` (which every captured one has) is asv's description:
+    only its own keys are kept, `cpu`, `num_cpu` and `proofbench_fingerprint` under the captured names."""
+    p = profile(machine)
+    if "cpu_model" not in p:
+        p = {_ASV_AS.get(k, k): _asv_value(k, v) for k, v in p.items() if k in _ASV_OWN}
+    return {**p, "fingerprint": p.get("fingerprint") or machine.fingerprint}
+
+
+def _asv_value(key: str, value: Any) -> Any:
+    # asv writes num_cpu as a string; a count reads as the captured profile's int
+    return int(value) if key == "num_cpu" and str(value).isdigit() else value
+
+
 def has_gpu(machine: Machine) -> bool:
     """True when the machine's profile lists a GPU."""
     return bool(profile(machine).get("gpus"))
 
 
 def _hardware(p: dict[str, Any]) -> str:
-    cpu = p.get("cpu_model") or p.get("cpu") or "CPU unknown"
-    cores = p.get("logical_cores") or p.get("num_cpu")
+    cpu = p.get("cpu_model") or "CPU unknown"
+    cores = p.get("logical_cores")
     gpus = Counter(str(g.get("name", "GPU")) for g in _gpus(p))
     gpu = ", ".join(n if c == 1 else f"{c}x {n}" for n, c in gpus.items()) or _no_gpu(p, "no GPU", "GPU unknown")
     return f"{cpu}" + (f", {cores} cores" if cores else "") + f"; {gpu}"
@@ -80,7 +104,7 @@ def column(machine: Machine, label: str, latest: list[SubjectFigures], claims: l
     gpu = has_gpu(machine)
     verdicts = {c.id: judge(c, largest(figures, c.subject), gpu) for c in claims}
     apart = {e: {(f.subject, f.size): f for f in found} for e, found in (environments or {}).items()}
-    return MachineColumn(machine, label, f"machine-{machine.id}", gpu, _hardware(profile(machine)),
+    return MachineColumn(machine, label, f"machine-{machine.id}", gpu, _hardware(facts(machine)),
                          commit, run, figures, verdicts, apart)
 
 
@@ -122,6 +146,37 @@ def _mhz(p: dict[str, Any]) -> str:
     return " / ".join(f"{p[k]:.0f}" if p.get(k) else "—" for k in keys) + " MHz"
 
 
+def _ram(p: dict[str, Any]) -> str:
+    # a captured profile's bytes, or asv's `ram` string
+    return _asv_ram(p["ram"]) if "ram" in p else fmt.byte_size(p.get("ram_total_bytes"))
+
+
+def _asv_ram(value: Any) -> str:
+    """asv's `ram` as a size with its unit, where the unit can be told.
+
+    asv 0.6 writes bytes: MemTotal's kB times 1024 on Linux, `hw.memsize` on macOS, so always a
+    whole number of KiB. Older asv wrote MemTotal's kB as they were, which is a multiple of 1024
+    only when the kernel's usable memory is a whole number of MiB. So: a value that is not a
+    multiple of 1024 is kB; a multiple of 1024 from 2**30 up is bytes (1 GiB or more; as kB it would
+    be a machine of 1 TiB or more whose MemTotal happened to be whole MiB); a smaller multiple of
+    1024 could be either (under 1 GiB in bytes, or under 1 TiB in kB), and both readings are shown.
+    Anything but digits is shown as it is ('' when asv could not read it)."""
+    text = str(value).strip()
+    if not text.isdigit():
+        return _text(value)
+    n = int(text)
+    if n % 1024:
+        return fmt.byte_size(n * 1024)
+    if n >= 2**30:
+        return fmt.byte_size(n)
+    return f"{fmt.byte_size(n)} or {fmt.byte_size(n * 1024)} (asv's ram {n}: bytes or kB)"
+
+
+def _os(p: dict[str, Any]) -> str:
+    # asv's `os` already joins system and release, and names no release apart
+    return f"{_text(p.get('os'))} ({_text(p.get('os_release'))})" if "os_release" in p else _text(p.get("os"))
+
+
 def _text(value: Any) -> str:
     if value is None or value == "":
         return "—"
@@ -139,12 +194,13 @@ _ROWS = (
      lambda p: f"{_text(p.get('physical_cores'))} / {_text(p.get('logical_cores'))}"),
     ("CPU frequency (min / max / now)", ("cpu_freq_min_mhz", "cpu_freq_max_mhz", "cpu_freq_current_mhz"), _mhz),
     ("CPU governor", ("cpu_governor",), lambda p: _text(p.get("cpu_governor"))),
-    ("RAM", ("ram_total_bytes",), lambda p: fmt.byte_size(p.get("ram_total_bytes"))),
-    ("GPUs", ("gpus",), lambda p: "; ".join(_gpu(g) for g in _gpus(p)) or _no_gpu(p, "none", "—")),
+    ("RAM", ("ram_total_bytes", "ram"), _ram),
+    ("GPUs", ("gpus", "gpu"),
+     lambda p: "; ".join(_gpu(g) for g in _gpus(p)) or _no_gpu(p, "none", _text(p.get("gpu")))),
     ("GPU note", ("gpu_note",), lambda p: _text(p.get("gpu_note"))),
     ("CUDA / cuDNN", ("cuda_version", "cudnn_version"),
      lambda p: f"{_text(p.get('cuda_version'))} / {_text(p.get('cudnn_version'))}"),
-    ("operating system", ("os", "os_release"), lambda p: f"{_text(p.get('os'))} ({_text(p.get('os_release'))})"),
+    ("operating system", ("os", "os_release"), _os),
     ("kernel", ("kernel",), lambda p: _text(p.get("kernel"))),
     ("Python", ("python_version",), lambda p: _text(p.get("python_version"))),
     ("torch (threads)", ("torch_version", "torch_threads"),
@@ -152,12 +208,12 @@ _ROWS = (
     ("hostname", ("hostname",), lambda p: _text(p.get("hostname"))),
     ("fingerprint", ("fingerprint",), lambda p: _text(p.get("fingerprint"))),
 )
-_HIDDEN = {"name", "format"}
+_HIDDEN = {"name", "format", "machine", "version"}  # the column's header, and the formats' versions
 
 
 def profile_rows(machines: list[Machine]) -> list[tuple[str, list[str]]]:
     """Rows of the side-by-side hardware table: a label and one text per machine."""
-    profiles = [profile(m) for m in machines]
+    profiles = [facts(m) for m in machines]
     rows = [(label, [show(p) for p in profiles]) for label, _, show in _ROWS]
     known = {k for _, keys, _ in _ROWS for k in keys} | _HIDDEN
     extra = sorted({k for p in profiles for k in p} - known)
