@@ -386,7 +386,7 @@ def test_claims_ledger_lists_every_claim_with_quote_source_and_verdict(site):
         assert f'id="claim-{slug(cid)}"' in html
         assert quote.replace(">", "&gt;") in html
     assert html.count("000_seed.txt") == len(CLAIMS)
-    assert "not measurable here" in html and "no result for this subject on this machine" in html
+    assert "not measured" in html and "no result for this subject on this machine" in html
     assert "partly" in html and "reproduced" in html
 
 

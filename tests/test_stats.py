@@ -1,6 +1,7 @@
 """The speedup statistics: a ratio's estimate, interval and significance from samples."""
 import itertools
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -8,17 +9,7 @@ import pytest
 from proofbench.reports.formatting import speedup_words
 from proofbench.reports.formatting import verdict_reason as format_reason
 from proofbench.rounds import Block, Round
-from proofbench.stats import (
-    MIN_ROUNDS,
-    MIN_SAMPLES,
-    Difference,
-    Reduction,
-    Why,
-    paired,
-    round_ratio,
-    speedup,
-    spread,
-)
+from proofbench.stats import MIN_ROUNDS, MIN_SAMPLES, Difference, Reduction, Why, paired, round_ratio, speedup, spread
 
 
 def _brute_force_interval(b, v):
@@ -346,6 +337,21 @@ def test_a_claim_beyond_the_reach_of_an_interval_that_decides_no_word_is_judged_
         assert format_reason(out).startswith("too noisy here (±") and format_reason(out).endswith(
             "; the whole interval lies below the promised 1.5x")
     assert verdict(_about(1.45, 0.15), 1.5).label == "inconclusive"  # it holds the promise: the next run may reach it
+
+
+def test_a_claim_about_a_subject_not_run_here_is_not_measured_not_unmeasurable():
+    # a run of some subjects only: "not measurable here" says the machine cannot, which it can
+    from proofbench.analysis.comparison import SubjectFigures, VariantFigures
+    from proofbench.analysis.verdict import judge
+    from proofbench.claim import Claim
+
+    claim = Claim(id="c", subject="training.causal_mask_cache", variant="cached", source="000.txt", quote="faster",
+                  kind="speedup", metric="time", low=1.5, high=2.0)
+    assert judge(claim, None, has_gpu=False).label == "not measured"
+    baseline_only = SubjectFigures("box", "c" * 40, "training.causal_mask_cache", "training", "step", "small", "", {},
+                                   (VariantFigures("baseline", "ok", "", None, (), 10.0, None, None, None, None),))
+    assert judge(claim, baseline_only, has_gpu=False).label == "not measured"
+    assert judge(replace(claim, device="gpu"), baseline_only, has_gpu=False).label == "not measured"
 
 
 def test_too_few_rounds_decide_nothing():

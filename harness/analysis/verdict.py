@@ -16,6 +16,8 @@ baseline not deterministic  the baseline's own answers disagreed beyond the tole
 skipped          the variant cannot run here (the reason says why)
 failed           the variant crashed, hung or ran out of memory, or broke its declared state
 not measurable here  the claim is about hardware this machine lacks, or nothing measures it
+not measured     nothing of the subject or of its variant was measured on this machine (a run
+                 of some subjects only): not that it cannot be
 inconclusive     the measurement cannot decide: too few rounds, too noisy, unequal load, or a
                  speedup from separate processes (the reason is `detail`, a `stats.Why`); or a
                  speed or rate measured while the GPU throttled or another process used it,
@@ -92,10 +94,10 @@ class Verdict:
 def judge(claim: Claim, figures: SubjectFigures | None, has_gpu: bool) -> Verdict:
     """The verdict of `claim` on one machine's figures (None: the subject was not measured)."""
     if figures is None:
-        return Verdict("not measurable here", claim.kind, Why.NOT_MEASURED)
+        return Verdict("not measured", claim.kind, Why.NOT_MEASURED)
     variant = figures.variant(claim.variant)
     if variant is None:
-        return Verdict("not measurable here", claim.kind, Why.VARIANT_NOT_MEASURED, detail=claim.variant)
+        return Verdict("not measured", claim.kind, Why.VARIANT_NOT_MEASURED, detail=claim.variant)
     if variant.status != "ok":
         return Verdict(variant.status, claim.kind, Why.RUN_STATUS, detail=variant.reason)
     if variant.deterministic is False:
