@@ -3,11 +3,12 @@ from __future__ import annotations
 
 
 def summary(report) -> str:
-    """One line: files this ingest stored and their results, files already known (another
+    """One line: files this ingest stored and the results they hold (a file asv rewrote, merging a
+    run of some benchmarks into its commit's, is stored whole again), files already known (another
     process's included, when it stored one first), commits placed."""
     placed = f"; {report.placed} commit(s) placed on the branch's history" if report.placed else ""
-    return (f"ingested {len(report.ingested)} file(s), {report.rows} result(s); "
-            f"{len(report.unchanged)} already known{placed}")
+    return (f"ingested {len(report.ingested)} file(s) holding {report.rows} result(s); "
+            f"{len(report.unchanged)} file(s) already known{placed}")
 
 
 def refusals(report) -> list[str]:

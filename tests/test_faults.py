@@ -108,7 +108,7 @@ def test_the_terminal_summary_names_each_failure(faulty_run):
     for reason in FAULTS.values():
         assert reason in completed.stdout
     assert "setup: InputError:" in completed.stdout
-    assert "ingested 1 file(s), 27 result(s)" in completed.stderr
+    assert "ingested 1 file(s) holding 27 result(s)" in completed.stderr
 
 
 def test_the_report_names_each_failure(faulty_run, tmp_path):
@@ -164,7 +164,7 @@ def test_ctrl_c_and_sigterm_during_a_run_keep_the_database_and_the_next_run_goes
         assert state(mine.db_path) == before
     again = mine.cli("run", "--profile", "smoke", "--bench", r"^loading\.FaultySound\.", "--no-report")
     assert again.returncode == 0, again.stderr
-    assert "ingested 1 file(s), 6 result(s)" in again.stderr
+    assert "ingested 1 file(s) holding 6 result(s)" in again.stderr
     sound = [r for r in rows(mine.db_path) if "FaultySound" in r["benchmark"]]
     assert len(sound) == 6 and {r["status"] for r in sound} == {"ok", "skipped"}  # skipped: the baseline's speedup
 
@@ -226,7 +226,7 @@ def test_kill_9_during_ingest_keeps_each_file_whole_and_a_rerun_completes(many_f
             assert 1 <= kept <= FILES
         rerun = trial.cli("ingest", str(results), "--sidecar", str(reference.sidecar))
         assert rerun.returncode == 0, rerun.stderr
-        assert f"{kept} already known" in rerun.stderr
+        assert f"{kept} file(s) already known" in rerun.stderr
         assert state(trial.db_path) == expected
     assert partial >= 1  # at least one signal landed between two files
 
@@ -257,7 +257,7 @@ def test_bad_results_files_are_refused_one_line_each_and_the_rest_goes_in(faulty
     for name, (_, message) in problems.items():
         (line,) = [line for line in refused if str(folder / name) in line]
         assert message in line
-    assert "ingested 1 file(s), 27 result(s)" in completed.stderr
+    assert "ingested 1 file(s) holding 27 result(s)" in completed.stderr
 
 
 

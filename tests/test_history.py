@@ -541,5 +541,5 @@ def test_a_second_history_run_reuses_the_environment_and_adds_nothing(measured, 
     stamp = made.stat().st_mtime_ns
     capsys.readouterr()
     assert _main(measured["commands"], measured["argv"]) == 0
-    assert "ingested 0 file(s), 0 result(s)" in capsys.readouterr().err.replace("\n", " ")
+    assert "ingested 0 file(s) holding 0 result(s)" in capsys.readouterr().err.replace("\n", " ")
     assert made.exists() and made.stat().st_mtime_ns == stamp

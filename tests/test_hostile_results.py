@@ -251,7 +251,7 @@ def test_a_fifo_named_like_a_results_file_is_refused_without_waiting(project, tm
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2, out.stderr
     assert f"proofbench: refused {fifo}: not a regular file (a pipe)" in out.stderr
-    assert "ingested 1 file(s), 7 result(s)" in out.stderr
+    assert "ingested 1 file(s) holding 7 result(s)" in out.stderr
 
 
 @pytest.mark.parametrize("profile, expected", [
@@ -296,7 +296,7 @@ def test_asvs_statistics_columns_may_hold_infinities(project, tmp_path, capsys):
     path.write_text(dumped(document(FIRST)))
     assert "-Infinity" in path.read_text()
     assert main(["ingest", str(path), "--db", f"sqlite:///{tmp_path / 'db.sqlite'}", "--project", str(project)]) == 0
-    assert "ingested 1 file(s), 7 result(s)" in capsys.readouterr().err
+    assert "ingested 1 file(s) holding 7 result(s)" in capsys.readouterr().err
 
 
 def test_a_file_whose_name_is_not_utf8_goes_in(project, tmp_path, capsys):
@@ -345,7 +345,7 @@ def test_timings_at_or_below_zero_are_stored_as_failed_with_why(project, tmp_pat
     path.write_text(dumped(doc))
     assert main(["ingest", str(path), "--db", url, "--project", str(project)]) == 0
     err = capsys.readouterr().err
-    assert f"ingested 1 file(s), {POINTS + 3} result(s); 0 already known" in err
+    assert f"ingested 1 file(s) holding {POINTS + 3} result(s); 0 file(s) already known" in err
     (missing, warning) = [line for line in err.splitlines() if line.startswith("proofbench: warning: ")]
     assert f"{path}: 4 timing(s) at or below zero stored as failed" in warning
     # no benchmarks.json beside the machine's directory: said once, the plain benchmarks read from their names

@@ -88,16 +88,16 @@ def test_a_fallback_label_gives_way_to_benchmarks_json_on_a_re_ingest_of_the_sam
     write(results, "2" * 40, value=2e-3)
     (results / "benchmarks.json").write_text(json.dumps(REAL)[:40])  # truncated: not JSON
     out = ingest(results, url, capsys)
-    assert "ingested 2 file(s), 10 result(s)" in out and "read as plain ones named p1..pn" in out
+    assert "ingested 2 file(s) holding 10 result(s)" in out and "read as plain ones named p1..pn" in out
     names, before, _ = stored(url)
     assert names == ["p1", "p2"] and before["2", '["2", "b"]'] == {"p1": "2", "p2": "b"}
     add_alert(url)
     out = ingest(results, url, capsys)  # still broken: said again, nothing relabelled
-    assert "2 already known" in out and "read as plain ones named p1..pn" in out and "relabelled" not in out
+    assert "2 file(s) already known" in out and "read as plain ones named p1..pn" in out and "relabelled" not in out
 
     (results / "benchmarks.json").write_text(json.dumps(REAL))  # fixed: the same files again
     out = ingest(results, url, capsys)
-    assert "ingested 0 file(s), 0 result(s); 2 already known" in out
+    assert "ingested 0 file(s) holding 0 result(s); 2 file(s) already known" in out
     assert f"{results / 'benchmarks.json'}: 1 benchmark(s) relabelled from it (first: '{TWO}')" in out
     names, after, alerts = stored(url)
     assert names == ["size", "variant"]
@@ -109,12 +109,12 @@ def test_a_fallback_label_gives_way_to_benchmarks_json_on_a_re_ingest_of_the_sam
         assert session.scalars(select(Benchmark.param_names).where(Benchmark.name == PLAIN)).one() == []
 
     out = ingest(results, url, capsys)  # again: nothing to do
-    assert "2 already known" in out and "relabelled" not in out and "warning" not in out
+    assert "2 file(s) already known" in out and "relabelled" not in out and "warning" not in out
     assert stored(url) == (names, after, alerts)
 
     write(results, "3" * 40)  # a new file: its results under the same names, in the same series
     out = ingest(results, url, capsys)
-    assert "ingested 1 file(s), 5 result(s); 2 already known" in out and "relabelled" not in out
+    assert "ingested 1 file(s) holding 5 result(s); 2 file(s) already known" in out and "relabelled" not in out
     names, third, _ = stored(url)
     assert names == ["size", "variant"] and {tuple(p) for p in third.values()} == {("size", "variant")}
     with Session(connect(url)) as session:
@@ -129,7 +129,8 @@ def test_a_new_file_relabels_the_fallback_row_its_results_go_to(results, db_url,
     assert "not found" in out and stored(url)[0] == ["p1", "p2"]
     (results / "benchmarks.json").write_text(json.dumps(REAL))
     out = ingest(write(results, "2" * 40), url, capsys)  # only the new file
-    assert "ingested 1 file(s), 5 result(s); 0 already known" in out and "1 benchmark(s) relabelled" in out
+    assert "ingested 1 file(s) holding 5 result(s); 0 file(s) already known" in out
+    assert "1 benchmark(s) relabelled" in out
     names, after, _ = stored(url)
     assert names == ["size", "variant"] and len(after) == 8
     with Session(connect(url)) as session:

@@ -89,4 +89,4 @@ def test_ingest_imports_no_subject_and_no_torch(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
-    assert "ingested 1 file(s), 7 result(s)" in out.stderr
+    assert "ingested 1 file(s) holding 7 result(s)" in out.stderr
