@@ -9,6 +9,7 @@ import datetime as dt
 import hashlib
 import json
 import math
+import subprocess
 
 import numpy as np
 import pytest
@@ -338,6 +339,40 @@ def test_a_failed_check_leaves_no_earlier_summary_in_its_markdown_out(step, caps
     summary.write_text("last night's check\n")
     status, report = check_json(step.url, capsys, "--since", "no-such-revision", "--markdown-out", str(summary))
     assert status == 2 and summary.read_text() == f"**proofbench check failed** (exit status 2): {report['error']}\n"
+
+
+def test_an_interrupted_check_records_nothing_and_its_files_say_so(step, capsys, tmp_path, monkeypatch):
+    # a job's timeout (SIGTERM, as Ctrl-C) left an empty JSON and last night's Markdown in place
+    from proofbench.analysis import check as check_module
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    summary = tmp_path / "check.md"
+    summary.write_text("last night's check\n")
+    monkeypatch.setattr(check_module, "run_check", interrupted)
+    status, report = check_json(step.url, capsys, "--markdown-out", str(summary))
+    said = "interrupted before it ended; nothing of this run was recorded"
+    assert status == 130 and (report["status"], report["exit_code"], report["error"]) == ("error", 130, said)
+    assert summary.read_text() == f"**proofbench check failed** (exit status 130): {said}\n"
+    monkeypatch.undo()
+    assert check_json(step.url, capsys)[1]["counts"]["new_regressions"] == 1  # nothing was recorded
+
+
+def test_sigterm_ends_any_command_as_ctrl_c_does(tmp_path):
+    # a CI job's timeout: ingest and report ended with 143 and nothing said, check and history with 130
+    import signal
+    import sys
+
+    script = ("import sys, time\nfrom proofbench import cli\n"
+              "cli.table.handle = lambda args: (print('ready', flush=True), time.sleep(60))\n"
+              "sys.argv = ['proofbench', 'table']\ncli.run()\n")
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    assert process.stdout.readline().strip() == "ready"
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 130 and err.startswith("proofbench: interrupted; nothing is half-written"), err
 
 
 def test_a_mistyped_database_path_is_an_error_never_an_empty_database_that_passes(capsys, tmp_path):

@@ -5,7 +5,9 @@
 2    a usage or input error (one line naming the file, field or value), or a refused file
 3    an internal error: a bug in proofbench, never a finding about the code measured
      (one line; $PROOFBENCH_DEBUG=1 shows the traceback)
-130  interrupted (Ctrl-C or SIGTERM); what was ingested before is kept
+130  interrupted (Ctrl-C or SIGTERM, a job's timeout); nothing is half-written: what was
+     stored before is kept, an unfinished check records nothing, and results asv finished
+     are taken by the next `ingest` or `history`
 141  the reader of standard output went away (`proofbench check | head -1`), as a tool
      killed by SIGPIPE: what was done before is kept, nothing more is printed
 """
@@ -36,7 +38,7 @@ from proofbench.cli import (
     run,
     table,
 )
-from proofbench.cli.common import error_line
+from proofbench.cli.common import INTERRUPTED, error_line
 from proofbench.errors import ProofbenchError
 
 COMMANDS = (init, run, history, check, gate, bisect, alerts,
@@ -66,8 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"proofbench: {error_line(exc, args)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("proofbench: interrupted; everything ingested before the interrupt is kept", file=sys.stderr)
-        return 130
+        print("proofbench: interrupted; nothing is half-written: what was stored before is kept, an unfinished "
+              "check records nothing, and results asv finished are taken by the next `ingest` or `history`",
+              file=sys.stderr)
+        return INTERRUPTED
     except BrokenPipeError as exc:
         if not _output_closed():
             return _internal(exc, args)
@@ -109,9 +113,17 @@ def run() -> None:
     """The `proofbench` script and `python -m proofbench`: `main`, then exit with its status. A
     Ctrl-C that lands as the command finishes still exits 130 (or the command's own status once
     it is done), never by the signal itself."""
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         code = main()
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # done: an interrupt now changes nothing
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     except KeyboardInterrupt:
-        code = 130
+        code = INTERRUPTED
     sys.exit(code)
+
+
+def _terminated(signum, frame) -> None:
+    # SIGTERM (a CI job's timeout, `kill`) ends every command as Ctrl-C does: exit 130, its files
+    # saying so, nothing half-written; not 143 with nothing said
+    raise KeyboardInterrupt

@@ -77,7 +77,7 @@ def handle(args: argparse.Namespace) -> int:
                                      confirming=_confirming(args, found, _measured_with(args, db), held))
         if args.markdown_out is not None:
             _write(args.markdown_out, shown.markdown(report) + "\n")
-    except Exception as exc:
+    except (Exception, KeyboardInterrupt) as exc:  # an interrupted check says so in its files too
         code, line = failure(exc, args, shown)
         if claimed:  # a job publishing the file must not publish an earlier night's check as tonight's
             with contextlib.suppress(ProofbenchError):

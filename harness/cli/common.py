@@ -15,6 +15,8 @@ from proofbench.project import Project
 console = Console(stderr=True, highlight=False, markup=False)  # text from data is never markup
 
 
+INTERRUPTED = 130  # the exit status of Ctrl-C or SIGTERM, as a shell gives a process the signal ended
+
 def say(text: str, style: str | None = None) -> None:
     """Print a line to stderr: text from data shows as written (control characters made visible),
     never folded (a path split over two lines cannot be copied)."""
@@ -93,7 +95,10 @@ def failure(exc: BaseException, args: argparse.Namespace, shown) -> tuple[int, s
 
     from proofbench.errors import ProofbenchError
 
-    code, line = exc.exit_code if isinstance(exc, ProofbenchError) else 3, error_line(exc, args)
+    if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or SIGTERM: a job's timeout
+        code, line = INTERRUPTED, "interrupted before it ended; nothing of this run was recorded"
+    else:
+        code, line = exc.exit_code if isinstance(exc, ProofbenchError) else 3, error_line(exc, args)
     if args.format == "json":
         print(json.dumps(shown.error_json(line, exit_code=code), indent=2))
     elif args.format == "markdown":

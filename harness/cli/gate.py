@@ -40,7 +40,7 @@ def handle(args: argparse.Namespace) -> int:
 
     try:
         report = _measure(args)
-    except Exception as exc:
+    except (Exception, KeyboardInterrupt) as exc:
         failure(exc, args, shown)
         raise
     return answer(report, args, shown)
