@@ -131,7 +131,7 @@ def _named_file(parsed) -> Path | None:
     return Path(rest) if rest not in ("", ":memory:") else None
 
 
-def _sqlite_engine(url: str, parsed, create: bool) -> Engine:
+def _sqlite_engine(url: str, parsed, create: bool, write: bool = True) -> Engine:
     named = _named_file(parsed)
     path = None if (parsed.database or "").startswith("file:") else named  # a plain path (a URI is opened as given)
     read_only = _read_only_path(named)
@@ -147,7 +147,7 @@ def _sqlite_engine(url: str, parsed, create: bool) -> Engine:
                 raise DatabaseError(f"cannot create the directory of {masked(url)}: {exc.strerror}") from None
         engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
         event.listen(engine, "connect", _sqlite_pragmas)
-        event.listen(engine, "begin", _sqlite_begin)
+        event.listen(engine, "begin", _sqlite_begin if write else _sqlite_begin_reading)
         return engine
     # Without a -shm file beside it no writer has the file open, and SQLite can read a WAL
     # database it cannot write only as immutable.
@@ -167,11 +167,12 @@ def read_only(engine: Engine) -> bool:
     return engine.url.get_backend_name() == "sqlite" and engine.url.query.get("mode") == "ro"
 
 
-def engine_for(url: str, create: bool = True) -> Engine:
+def engine_for(url: str, create: bool = True, write: bool = True) -> Engine:
     """An engine for `url`; raises DatabaseError (password masked) if it cannot connect, or, where
     `create` is False, if it names a SQLite file that does not exist (a command that reads what
     was measured, given a mistyped path, would otherwise make an empty database and find nothing
-    wrong in it)."""
+    wrong in it). An engine that only reads (not `write`) begins its transactions deferred: in
+    WAL mode it reads beside a writer (a check measuring for half an hour) instead of waiting for it."""
     try:
         parsed = make_url(url)
     except (ArgumentError, ValueError, TypeError):
@@ -180,7 +181,7 @@ def engine_for(url: str, create: bool = True) -> Engine:
         with warnings.catch_warnings():
             warnings.simplefilter("error", SAWarning)  # e.g. a query argument the driver would ignore
             sqlite = parsed.get_backend_name() == "sqlite"
-            engine = _sqlite_engine(url, parsed, create) if sqlite else create_engine(url)
+            engine = _sqlite_engine(url, parsed, create, write) if sqlite else create_engine(url)
     except (ArgumentError, ImportError, ValueError, TypeError, SAWarning) as exc:
         raise DatabaseError(f"cannot use database {masked(url)}: {scrub(_reason(exc), url)}") from None
     try:
@@ -343,7 +344,7 @@ def connect(url: str, migrate: bool = True, write: bool = True, create: bool = T
     measured passes `create=False`, and a SQLite file that does not exist is an error. An empty
     database gets the schema; an older schema is upgraded here only on a SQLite file a command
     writes to (`upgrade`)."""
-    engine = engine_for(url, create)
+    engine = engine_for(url, create, write)
     if write and read_only(engine):
         raise DatabaseError(f"{masked(url)}: cannot write the database (no write permission on the file or its "
                             f"directory)")

@@ -68,8 +68,8 @@ def handle(args: argparse.Namespace) -> int:
         found = optional_project(args)
         repo, branch = _repository(args, found)
         db = engine(args, found, write=not args.no_record, create=False)
-        if read_only(db):  # --no-record writes only what it throws away: into a copy
-            db = scratch_copy(db)
+        if args.no_record and db.url.get_backend_name() == "sqlite" or read_only(db):
+            db = scratch_copy(db)  # --no-record writes only what it throws away: into a copy, beside any writer
         with contextlib.ExitStack() as held:
             report = check.run_check(db, branch, since=args.since, repo=None if args.no_git else repo,
                                      record=not args.no_record, fail_on=args.fail_on,
