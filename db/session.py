@@ -24,7 +24,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, SAWarning, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, OperationalError, SAWarning, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from proofbench.errors import DatabaseError
@@ -74,9 +74,11 @@ def secrets(url: str) -> list[str]:
 
 
 def scrub(message: str, url: str) -> str:
-    """`message` (a driver's words, say) with every password of `url` in it replaced by ***."""
+    """`message` (a driver's words, say) with every password of `url` in it replaced by ***,
+    where it stands on its own: not inside a longer word (a password `p` or `bench` made
+    "***ostgresql+***syco***g" and "proof***" of the rest, whose asterisks spelled it out)."""
     for secret in secrets(url):
-        message = message.replace(secret, "***")
+        message = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", "***", message)
     return message
 
 
@@ -183,7 +185,8 @@ def engine_for(url: str, create: bool = True, write: bool = True) -> Engine:
             sqlite = parsed.get_backend_name() == "sqlite"
             engine = _sqlite_engine(url, parsed, create, write) if sqlite else create_engine(url)
     except (ArgumentError, ImportError, ValueError, TypeError, SAWarning) as exc:
-        raise DatabaseError(f"cannot use database {masked(url)}: {scrub(_reason(exc), url)}") from None
+        raise DatabaseError(f"cannot use database {masked(url)}: {scrub(_reason(exc), url)}"
+                            f"{_missing_driver(exc)}") from None
     try:
         with engine.connect():
             pass
@@ -196,6 +199,12 @@ def engine_for(url: str, create: bool = True, write: bool = True) -> Engine:
 # bytes: the longest database path SQLite's unix VFS opens, its 512 (MAX_PATHNAME) less the
 # "-journal" it appends and a NUL (a path of 501 bytes opened here, one of 506 did not)
 SQLITE_PATH_LIMIT = 512 - len("-journal") - 1
+
+
+def _missing_driver(exc: BaseException) -> str:
+    # PostgreSQL's driver is an extra: say which
+    return " (PostgreSQL needs the extra: pip install 'proofbench[postgres]')" \
+        if isinstance(exc, ImportError) and "psycopg" in str(exc) else ""
 
 
 def _too_long(parsed) -> str:
@@ -212,6 +221,18 @@ def _reason(exc: BaseException) -> str:
     locked = (f" (another process held it past the {BUSY_TIMEOUT_MS // 1000} s proofbench waits: a check or a "
               f"bisection holds it while it measures; run again when that is done)")
     return line + (locked if line == "database is locked" else "")
+
+
+def failed_midway(exc: BaseException) -> DatabaseError | None:
+    """The database's own failure in the middle of a command (a full disk, a lost connection, a
+    lock held past the wait) as a DatabaseError, exit 2: the database's state, not a bug in
+    proofbench; None for anything else. What a transaction had not committed is not stored."""
+    if not isinstance(exc, (OperationalError, sqlite3.OperationalError)):
+        return None
+    line = _reason(exc)
+    full = " (free space where the database lies and run again: nothing half-written was stored)" \
+        if "disk is full" in line else ""
+    return DatabaseError(f"the database failed: {line}{full}")
 
 
 def alembic_config(engine: Engine) -> Config:

@@ -282,3 +282,33 @@ def test_a_sqlite_path_longer_than_sqlite_opens_says_so(capsys, tmp_path):
     code, _, err = cli(capsys, "db", "upgrade", "--db", f"sqlite:///{folder / 'proofbench.sqlite'}")
     line = one_line(err)
     assert code == 2 and "unable to open database file (its path has" in line and "SQLite opens none over 503" in line
+
+
+@pytest.mark.parametrize("url, said", [
+    ("postgresql+nosuch://u:p@127.0.0.1:1/x", "postgresql+nosuch"),
+    ("postgresql+nosuch://bench:bench@db.internal:5432/proofbench", "db.internal:5432/proofbench"),
+])
+def test_a_short_or_common_password_is_masked_where_it_stands_not_inside_other_words(capsys, tmp_path, url, said):
+    # every "p" of the line was starred ("***ostgresql+***syco***g"): the asterisks spelled the password out
+    code, _, err = cli(capsys, "report", "--out", str(tmp_path / "site"), "--db", url)
+    line = one_line(err)
+    assert code == 2 and said in line and ":***@" in line, line
+
+
+def test_a_database_that_fails_midway_is_its_state_not_a_bug(capsys, tmp_path, monkeypatch):
+    # a full disk during ingest read "internal error ... (a bug in proofbench)", exit 3
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+    from test_ingest_labels_again import write
+
+    from proofbench.pipeline import ingest
+
+    def full(*args, **kwargs):
+        raise OperationalError("INSERT INTO results ...", {}, sqlite3.OperationalError("database or disk is full"))
+
+    write(tmp_path / "results", "a" * 40)
+    monkeypatch.setattr(ingest, "_ingest_file", full)
+    code, _, err = cli(capsys, "ingest", str(tmp_path / "results"), "--db", f"sqlite:///{tmp_path / 'x.sqlite'}")
+    assert code == 2 and one_line(err) == ("proofbench: the database failed: database or disk is full (free space "
+                                           "where the database lies and run again: nothing half-written was stored)")

@@ -38,7 +38,7 @@ from proofbench.cli import (
     run,
     table,
 )
-from proofbench.cli.common import INTERRUPTED, error_line
+from proofbench.cli.common import INTERRUPTED, error_line, known
 from proofbench.errors import ProofbenchError
 
 COMMANDS = (init, run, history, check, gate, bisect, alerts,
@@ -64,9 +64,6 @@ def main(argv: list[str] | None = None) -> int:
         code = args.handler(args)
         sys.stdout.flush()  # what is still buffered goes now, where a reader gone is caught, not at exit
         return code
-    except ProofbenchError as exc:
-        print(f"proofbench: {error_line(exc, args)}", file=sys.stderr)
-        return exc.exit_code
     except KeyboardInterrupt:
         print("proofbench: interrupted; nothing is half-written: what was stored before is kept, an unfinished "
               "check records nothing, and results asv finished are taken by the next `ingest` or `history`",
@@ -76,7 +73,11 @@ def main(argv: list[str] | None = None) -> int:
         if not _output_closed():
             return _internal(exc, args)
         return CLOSED_OUTPUT
-    except Exception as exc:  # noqa: BLE001 - the one place an unexpected error becomes an exit code
+    except Exception as exc:  # noqa: BLE001 - the one place an error becomes an exit code
+        said = known(exc)  # proofbench's own errors, and a database's failure midway
+        if isinstance(said, ProofbenchError):
+            print(f"proofbench: {error_line(said, args)}", file=sys.stderr)
+            return said.exit_code
         return _internal(exc, args)
 
 

@@ -71,6 +71,14 @@ def engine(args: argparse.Namespace, found: Project | None = None, write: bool =
     return connect(url, write=write, create=create)
 
 
+def known(exc: BaseException) -> BaseException:
+    """`exc`, or the ProofbenchError it stands for: a database that failed midway (a full disk)
+    is the database's state, exit 2, not a bug in proofbench."""
+    from proofbench.db.session import failed_midway
+
+    return failed_midway(exc) or exc
+
+
 def error_line(exc: BaseException, args: argparse.Namespace) -> str:
     """How an error reads to a user: its message, or for a bug its type and first line; never
     a password of the database URL given (--db, $PROOFBENCH_DB)."""
@@ -98,6 +106,7 @@ def failure(exc: BaseException, args: argparse.Namespace, shown) -> tuple[int, s
     if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or SIGTERM: a job's timeout
         code, line = INTERRUPTED, "interrupted before it ended; nothing of this run was recorded"
     else:
+        exc = known(exc)
         code, line = exc.exit_code if isinstance(exc, ProofbenchError) else 3, error_line(exc, args)
     if args.format == "json":
         print(json.dumps(shown.error_json(line, exit_code=code), indent=2))
