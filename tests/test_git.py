@@ -70,6 +70,20 @@ def test_history_with_no_commits_since_a_date_says_how_git_read_it(repo):
     assert "give a date, YYYY-MM-DD, or git's '7 days ago'" in str(raised.value)
     with pytest.raises(InputError, match=r"^'HASHFILE: ' names no file \(expected HASHFILE:PATH, a file of commits"):
         history.commits(repo, "main", "HASHFILE: ")
+    # a range or a date with nothing in it is a quiet week, not a failure: `history` says so and exits 0
+    assert history.commits(repo, "main", "HEAD..HEAD") == ()
+    assert history.commits(repo, "main", since="2026-11-02") == ()
+
+
+def test_a_history_with_nothing_new_to_measure_says_so_and_passes(repo, capsys, monkeypatch):
+    from proofbench import cli
+
+    assert cli.main(["init", str(repo)]) == 0
+    monkeypatch.chdir(repo)
+    capsys.readouterr()
+    assert cli.main(["history", "--since", "2026-11-02"]) == 0
+    said = " ".join(capsys.readouterr().err.split())
+    assert f"nothing to measure: {repo}: no commits in 'main' since '2026-11-02'" in said
 
 
 @pytest.mark.parametrize("since, message", [

@@ -50,6 +50,9 @@ def handle(args: argparse.Namespace) -> int:
     repo = args.repo.resolve() if args.repo else history.repository(layout)
     branch = args.branch or history.default_branch(layout, repo)
     hashes = history.commits(repo, branch, args.range, args.since)
+    if not hashes:  # a quiet week: nothing new to measure is no failure of a nightly job
+        say(f"nothing to measure: {history.none_in(repo, branch, args.range, args.since)}")
+        return 0
     profile = get_profile(args.profile, found.profiles)
     catalogue = load_catalogue(found)
     db = engine(args, found)

@@ -132,8 +132,8 @@ def commits(repo: Path, branch: str, spec: str | None = None, since: str | None 
         found = tuple(c for c in in_order if c in named) + tuple(sorted(named - on_branch))
     else:
         found = tuple(git.first_parent(repo, spec or branch, since))
-    if not found:
-        raise InputError(f"{repo}: no commits in {spec or branch!r}" + (_since_read(repo, since) if since else ""))
+    if not found and (spec and spec.startswith(HASHFILE) or since and _read_as_now(repo, since)):
+        raise InputError(none_in(repo, branch, spec, since))
     stray = [c for c in found if c not in on_branch]
     if stray:
         raise InputError(f"{repo}: commit {stray[0][:8]} of {spec or branch!r} is not on {branch}'s first-parent "
@@ -153,6 +153,19 @@ def _check_since(since: str | None) -> None:
             dt.date(*map(int, since.strip().split("-")))
         except ValueError as exc:
             raise InputError(f"--since {since!r} is not a date ({exc}; expected YYYY-MM-DD)") from None
+
+
+def none_in(repo: Path, branch: str, spec: str | None, since: str | None) -> str:
+    """Why `commits` found none: '<repo>: no commits in 'main' since '7 days ago' (git reads it
+    as ...)'. A range or a date with nothing in it is no error (a quiet week of a nightly job);
+    a hash file that names none, or a date git could not read (it reads such text as now), is."""
+    return f"{repo}: no commits in {spec or branch!r}" + (_since_read(repo, since) if since else "")
+
+
+def _read_as_now(repo: Path, since: str) -> bool:
+    # git reads text it cannot parse as a date as now, and then nothing is ever since it
+    when = git.date_read(repo, since)
+    return when is None or when >= dt.datetime.now(dt.UTC) - dt.timedelta(minutes=1)
 
 
 def _since_read(repo: Path, since: str) -> str:
