@@ -117,8 +117,9 @@ def test_init_adds_what_proofbench_writes_to_gitignore_once(repo):
 
 def test_what_a_command_writes_outside_any_project_is_never_offered_to_git(repo, monkeypatch, capsys):
     # ingest and report run in a repository with no project file: their .proofbench/ ignores itself
-    from proofbench import cli
     from test_ingest_labels_again import write
+
+    from proofbench import cli
 
     monkeypatch.chdir(repo)
     monkeypatch.delenv("PROOFBENCH_DB", raising=False)
