@@ -78,6 +78,16 @@ def first_parent(repo: Path, tip: str, since: str | None = None) -> list[str]:
     return out.stdout.split()
 
 
+def branch_history(repo: Path, branch: str) -> list[str]:
+    """`branch`'s whole first-parent history, oldest first, by which commits are placed; an
+    InputError for a shallow clone, whose history stops short: its oldest commit would be placed
+    first, and every commit before it nowhere."""
+    if is_shallow(repo):
+        raise InputError(f"{repo}: a shallow clone cannot place commits on {branch}'s first-parent history (fetch "
+                         f"the full history: git fetch --unshallow, or fetch-depth: 0 in a CI checkout)")
+    return first_parent(repo, branch)
+
+
 def date_read(repo: Path, since: str) -> dt.datetime | None:
     """The moment git reads `since` as (its --since takes nearly any text: one it cannot read is
     now), in UTC; None where git gives none."""

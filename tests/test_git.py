@@ -1,6 +1,7 @@
 """The one module that talks to git: values from files reach git as data, never as options."""
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -278,3 +279,26 @@ def test_init_in_a_subdirectory_points_asv_at_the_repository_and_the_subdirector
     init(repo)
     at_root = read_config(repo / "asv.conf.json")
     assert (at_root["repo"], at_root["repo_subdir"]) == (".", "")
+
+
+def test_a_shallow_clone_places_no_commit(repo, tmp_path, capsys):
+    # history and ingest --repo placed the clone's one commit first and every earlier one nowhere,
+    # and a check without git then read one point per series and passed
+    from test_ingest_labels_again import write
+
+    from proofbench import cli
+    from proofbench.pipeline import history
+
+    shallow = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow)], check=True,
+                   capture_output=True)
+    said = f"{shallow}: a shallow clone cannot place commits on main's first-parent history (fetch the full history"
+    with pytest.raises(InputError, match=re.escape(said)):
+        history.commits(shallow, "main")
+    write(tmp_path / "results", git.head(shallow))
+    url = f"sqlite:///{tmp_path / 'shallow.sqlite'}"
+    assert cli.main(["ingest", str(tmp_path / "results"), "--repo", str(shallow), "--db", url]) == 2
+    assert said in " ".join(capsys.readouterr().err.split())
+    assert cli.main(["ingest", str(tmp_path / "results"), "--db", url]) == 0  # without the repository: taken
+    assert cli.main(["check", "--repo", str(shallow), "--branch", "main", "--no-confirm", "--db", url]) == 2
+    assert "or check without the repository, --no-git" in " ".join(capsys.readouterr().err.split())

@@ -29,11 +29,12 @@ class Since:
 
 
 def first_parent(repo: Path, branch: str) -> list[str]:
-    """`branch`'s first-parent history in `repo`, oldest first; InputError for a shallow clone."""
-    if git.is_shallow(repo):
-        raise InputError(f"{repo}: a shallow clone cannot place commits on {branch}'s first-parent history "
-                         f"(fetch the full history, e.g. fetch-depth: 0, or check without the repository)")
-    return git.first_parent(repo, branch)
+    """`branch`'s first-parent history in `repo`, oldest first (`git.branch_history`: an
+    InputError for a shallow clone, which a check may instead run without: --no-git)."""
+    try:
+        return git.branch_history(repo, branch)
+    except InputError as exc:
+        raise InputError(f"{exc}; or check without the repository, --no-git") from None
 
 
 def parse(session: Session, text: str, branch: str, repo: Path | None, order: Order | None = None) -> Since:

@@ -121,7 +121,7 @@ def commits(repo: Path, branch: str, spec: str | None = None, since: str | None 
     `HASHFILE:PATH`, a file of revisions one a line; default: the branch), committed at or after
     `since`, oldest first, on `branch`'s first-parent history."""
     _check_since(since)
-    first_parents = git.first_parent(repo, branch)
+    first_parents = git.branch_history(repo, branch)  # a shallow clone would place commits wrongly
     on_branch = set(first_parents)
     if spec and spec.startswith(HASHFILE):
         listed = spec[len(HASHFILE):]
@@ -406,5 +406,5 @@ def measure(engine: Engine, layout: Layout, catalogue: Catalogue, hashes: tuple[
                   on_progress=on_progress)
     ingested = ingest_run(engine, layout, list(outcome.results), catalogue.claims, repo=repo)
     with Session(engine) as session, session.begin():
-        placed = place(session, git.first_parent(repo, branch), branch)
+        placed = place(session, git.branch_history(repo, branch), branch)
     return MeasuredRange(outcome, ingested, placed)

@@ -123,7 +123,7 @@ class _Known:
 def ingest(engine: Engine, paths: list[Path], sources: Sources) -> IngestReport:
     """Take each results file in its own transaction (a known one: its fallback rows relabelled); refusals
     are collected, not raised. With `sources.branch`, the commits are then placed on its first-parent history."""
-    history = git.first_parent(sources.repo, sources.branch) if sources.repo and sources.branch else None
+    history = git.branch_history(sources.repo, sources.branch) if sources.repo and sources.branch else None
     report, known = IngestReport(), _Known()
     for path in paths:
         try:

@@ -149,7 +149,7 @@ def fresh_discovery(directory: Path) -> Path:
 
 def between(repo: Path, branch: str, older: str, newer: str) -> list[str]:
     """The commits of `branch`'s first-parent history after `older` up to and including `newer`."""
-    hashes = git.first_parent(repo, branch)
+    hashes = git.branch_history(repo, branch)
     if older not in hashes or newer not in hashes:
         raise RunError(f"{repo}: {older[:8]} or {newer[:8]} is not on {branch}'s first-parent history")
     return hashes[hashes.index(older) + 1: hashes.index(newer) + 1]
