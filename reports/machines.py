@@ -203,7 +203,7 @@ _ROWS = (
     ("operating system", ("os", "os_release"), _os),
     ("kernel", ("kernel",), lambda p: _text(p.get("kernel"))),
     ("Python", ("python_version",), lambda p: _text(p.get("python_version"))),
-    ("torch (threads)", ("torch_version", "torch_threads"),
+    ("torch (default threads)", ("torch_version", "torch_threads"),
      lambda p: f"{_text(p.get('torch_version'))} ({_text(p.get('torch_threads'))})"),
     ("hostname", ("hostname",), lambda p: _text(p.get("hostname"))),
     ("fingerprint", ("fingerprint",), lambda p: _text(p.get("fingerprint"))),

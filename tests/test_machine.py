@@ -200,6 +200,16 @@ def test_two_hosts_called_vm_get_different_names(tmp_path):
     assert default_name("vm", missing, "EPYC|2|24") != default_name("vm", missing, "Xeon|2|24")
 
 
+def test_every_measuring_command_takes_its_machine_name_from_the_environment(monkeypatch):
+    # `machine --name` names its own profile only: `run` measured under the default name
+    from proofbench.machine.capture import NAME_VAR, capture
+
+    monkeypatch.setenv(NAME_VAR, "laptop-b")
+    assert capture(nvml=FakeNvml()).name == "laptop-b" and capture("given", nvml=FakeNvml()).name == "given"
+    monkeypatch.setenv(NAME_VAR, "  ")
+    assert capture(nvml=FakeNvml()).name != "  " and capture(nvml=FakeNvml()).name.startswith(platform.node())
+
+
 @pytest.mark.parametrize("requires, profile, expected", [
     (("bf16",), {"arch": "x86_64", "isa": ["avx2", "fma", "avx512f"], "gpus": [], "torch_cpu_capability": "AVX512"},
      ("bf16", (), True)),

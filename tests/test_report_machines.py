@@ -26,7 +26,7 @@ needs_data = pytest.mark.skipif(DATA is None or not (DATA / "asv-results").is_di
                                        "the real asv results cannot be read")
 LABELS = ["CPU", "architecture", "instruction sets for ML", "torch CPU capability", "cores (physical / logical)",
           "CPU frequency (min / max / now)", "CPU governor", "RAM", "GPUs", "GPU note", "CUDA / cuDNN",
-          "operating system", "kernel", "Python", "torch (threads)", "hostname", "fingerprint"]
+          "operating system", "kernel", "Python", "torch (default threads)", "hostname", "fingerprint"]
 # conda-benchmarks' params (asv format 2): asv's machine.json, then the environment's python and packages
 MBP = {"arch": "arm64", "cpu": "Apple M1 Pro", "machine": "Daniels-MBP", "num_cpu": "10", "os": "Darwin 21.6.0",
        "ram": "17179869184", "python": "3.10", "conda-package-handling": "2.0.2", "conda-libmamba-solver": ""}

@@ -35,6 +35,7 @@ FINGERPRINT_VERSION = 2
 ASV_MACHINE_VERSION = 1  # asv.machine.MachineCollection.api_version
 _CPUINFO = Path("/proc/cpuinfo")
 _MACHINE_ID = Path("/etc/machine-id")
+NAME_VAR = "PROOFBENCH_MACHINE"  # the machine name every measuring command uses, where set
 # The instruction-set features that decide ML speed on a CPU, as /proc/cpuinfo names them:
 # x86 `flags` (bf16 and fp16 arithmetic, int8 dot products, AMX tiles), ARM `Features`.
 ISA_FLAGS = {
@@ -205,8 +206,8 @@ def check_name(name: str) -> str:
 
 
 def capture(name: str | None = None, *, nvml: Any = None) -> MachineProfile:
-    """Profile this machine now. `name` overrides `default_name` as asv's machine name;
-    `nvml` is the `pynvml` module (the default) or a stand-in for tests."""
+    """Profile this machine now. `name`, else $PROOFBENCH_MACHINE, overrides `default_name` as
+    asv's machine name; `nvml` is the `pynvml` module (the default) or a stand-in for tests."""
     hostname = platform.uname().node
     cpuinfo = _cpuinfo()
     freq_min, freq_max, freq_current = _cpu_frequency()
@@ -215,7 +216,8 @@ def capture(name: str | None = None, *, nvml: Any = None) -> MachineProfile:
     cpu_model = _cpu_model(cpuinfo)
     cores = psutil.cpu_count(logical=True) or os.cpu_count() or 1
     ram = psutil.virtual_memory().total
-    name = name or default_name(hostname, hardware=f"{cpu_model}|{cores}|{math.ceil(ram / _GIB)}")
+    name = name or os.environ.get(NAME_VAR, "").strip() or default_name(
+        hostname, hardware=f"{cpu_model}|{cores}|{math.ceil(ram / _GIB)}")
     if len(name) > 200:
         raise InputError(f"machine name {name[:80]!r}...: {len(name)} characters; at most 200")
     return MachineProfile(
