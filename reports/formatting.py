@@ -170,8 +170,8 @@ def verdict_figure(verdict) -> str:
         return "—"
     if verdict.kind == "speedup":
         return f"{factor(verdict.value)} {interval(verdict.low, verdict.high)}".strip()
-    if verdict.kind == "throughput":
-        return f"{rate(verdict.value)}/s"
+    if verdict.kind == "throughput":  # `detail`: the item ("823k sequences/s")
+        return f"{rate(verdict.value)} {verdict.detail}s/s" if verdict.detail else f"{rate(verdict.value)}/s"
     if verdict.kind == "memory_reduction":
         return f"{verdict.value:.0%} less"
     return f"{verdict.value:.4g}"
@@ -278,7 +278,7 @@ def verdict_reason(verdict) -> str:
                                    f"lies above the promised {v.promised:g}x",
         Why.WITHIN_PROMISE: lambda: f"{undecided(v.detail, v.value, v.low, v.high, v.rounds)}; the whole interval "
                                     f"lies above 1 and below the promised {v.promised:g}x",
-        Why.RATE_REACHED: lambda: f"{v.detail}s/s",
+        Why.RATE_REACHED: lambda: "",  # the figure says it, with its unit
         Why.RATE_SHORT: lambda: f"baseline {rate(v.baseline)} {v.detail}s/s" if not _missing(v.baseline) else "",
         Why.NO_FIGURE: lambda: f"no {v.detail} figure for both variants",
         Why.REDUCTION: lambda: f"{v.detail}: {amount(v.baseline, '')} -> {amount(v.measured, '')}",

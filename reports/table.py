@@ -135,7 +135,7 @@ def _cells(line: Line, apart: str = "\n") -> tuple[str, ...]:
     word, why = _outcome(v)
     speed = f"{fmt.factor(v.speedup.estimate)} {fmt.interval(v.speedup.low, v.speedup.high)}" \
         if v.speedup and v.variant != "baseline" else ""
-    outcome = ": ".join(x for x in (word, why) if x) if v.status == "ok" else v.reason[:100]
+    outcome = ": ".join(x for x in (word, why) if x) if v.status == "ok" else fmt.short(v.reason, 160)
     return (line.subject.subject, line.subject.size, v.variant, fmt.seconds(v.time.median) if v.time else v.status,
             fmt.rate(v.items_per_second), speed, "; ".join(x for x in (outcome, fmt.isa_words(v.isa)) if x),
             apart.join(f"{fmt.promise(claim)} ({fmt.source(claim.source)})" for claim, _ in line.claims),
@@ -169,7 +169,10 @@ def print_text(found: list[Line]) -> None:
         console.print(table)
 
 
-def print_latest(engine: Engine, machine_name: str, claims: tuple[Claim, ...]) -> None:
+def print_latest(engine: Engine, machine_name: str, claims: tuple[Claim, ...], subjects: set[str] | None = None
+                 ) -> None:
     """The table after a run: the newest figures of `machine_name` with the claims' verdicts (none
-    when the run stored nothing: the run has said so already)."""
-    print_text([line for line in lines(engine, claims) if line.machine == machine_name])
+    when the run stored nothing: the run has said so already); of `subjects` only, where a run
+    measured some (the others' rows are earlier runs')."""
+    print_text([line for line in lines(engine, claims) if line.machine == machine_name
+                and (subjects is None or line.subject.subject in subjects)])

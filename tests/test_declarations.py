@@ -177,6 +177,18 @@ def test_claim_promise_reads_as_the_document_promised():
     assert promise(Claim(kind="quality", **base)) == "quality kept"
 
 
+def test_a_rate_verdict_names_its_unit_once():
+    # "823k/s" then a reason of "sequences/s": the unit came apart from its figure
+    from proofbench.analysis.verdict import Verdict, Why
+    from proofbench.reports.formatting import verdict_figure, verdict_reason
+
+    reached = Verdict("reproduced", "throughput", Why.RATE_REACHED, 823_000.0, promised=2000.0, detail="sequence")
+    assert (verdict_figure(reached), verdict_reason(reached)) == ("823k sequences/s", "")
+    short = Verdict("partly", "throughput", Why.RATE_SHORT, 1500.0, baseline=500.0, promised=2000.0,
+                    detail="sequence")
+    assert (verdict_figure(short), verdict_reason(short)) == ("1.5k sequences/s", "baseline 500 sequences/s")
+
+
 def test_an_equivalence_verdict_shows_no_claim_figure():
     # An equivalence failure carries the equivalence metric (a cosine of 0.92), which is no speedup:
     # "0.92x" beside a speed claim would read as a measured slowdown.

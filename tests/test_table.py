@@ -114,3 +114,23 @@ def test_every_claim_about_a_variant_is_shown_in_one_order_whichever_command_rea
     code, out, _ = _run(capsys, "table", "--machine", "ci-box", "--format", "markdown", "--db", url)
     row = next(line for line in out.splitlines() if "| loading.lmdb_read | small | optimized |" in line)
     assert "1.2x faster (001)<br>5x faster (000) | reproduced<br>partly |" in row
+
+
+def test_the_table_after_a_run_of_some_subjects_shows_those_only(tmp_path, capsys):
+    # `run --bench X` printed every subject's newest rows, earlier runs' among them, unmarked
+    from conftest import catalogue_registry
+    from test_report_site import make_db
+
+    from proofbench.pipeline.generate import bench_pattern, selected
+
+    registry = catalogue_registry()
+    assert selected(registry, bench_pattern(registry, "lmdb_read")) == {"loading.lmdb_read"}
+    assert selected(registry, "^loading\\.") == {s.key for s in registry if s.area == "loading"}
+    url = f"sqlite:///{tmp_path / 'some.sqlite'}"
+    make_db(url)
+    capsys.readouterr()
+    table.print_latest(connect(url), "ci-box", (), {"loading.lmdb_read"})
+    out = capsys.readouterr().out
+    assert "loading.lmdb_read" in out and "tokenization.batch_tokenize" not in out
+    table.print_latest(connect(url), "ci-box", ())
+    assert "tokenization.batch_tokenize" in capsys.readouterr().out

@@ -31,7 +31,7 @@ def handle(args: argparse.Namespace) -> int:
     from proofbench.machine.capture import capture
     from proofbench.pipeline import runner
     from proofbench.pipeline.asv import Layout
-    from proofbench.pipeline.generate import bench_pattern
+    from proofbench.pipeline.generate import bench_pattern, selected
     from proofbench.profile import get_profile
     from proofbench.reports import table
 
@@ -49,7 +49,7 @@ def handle(args: argparse.Namespace) -> int:
             bench = bench_pattern(catalogue.registry, args.bench) if args.bench else None
             measured = runner.measure(db, layout, catalogue, profile, machine, bench, on_progress=update)
     status = show_ingest(measured.ingested)
-    table.print_latest(db, machine.name, catalogue.claims)
+    table.print_latest(db, machine.name, catalogue.claims, selected(catalogue.registry, bench) if bench else None)
     if not args.no_report:
         from proofbench.reports.render import render
 

@@ -89,6 +89,14 @@ def bench_pattern(registry: Registry, text: str) -> str:
     return "^(" + "|".join(re.escape(f"{s.area}.{class_name(s)}.") for s in chosen) + ")"
 
 
+def selected(registry: Registry, pattern: str) -> set[str]:
+    """The keys of the subjects some of whose benchmarks asv's --bench regex `pattern` picks (asv
+    searches it in each benchmark's full name)."""
+    found = re.compile(pattern)
+    return {s.key for s in registry if found.search(f"{s.area}.{class_name(s)}.time_call")
+            or found.search(f"{s.area}.{class_name(s)}.track_speedup")}
+
+
 def workload_version(subject: Subject) -> str:
     """A short hash of what defines the work; see the module docstring."""
     text = repr((subject.key, subject.workload_version, [(s.name, s.settings) for s in subject.sizes]))
