@@ -19,7 +19,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TextIO
 
 import psutil
 
@@ -203,9 +203,11 @@ class Log:
         return "".join(self.lines[-count:])
 
 
-def drive(cmd: list[str], cwd: Path, env: dict[str, str], on_progress: Progress | None = None) -> Log:
-    """Run one asv command to its end, reporting progress; an interrupt (Ctrl-C, or SIGTERM in
-    the main thread) stops asv and everything it started, then raises KeyboardInterrupt.
+def drive(cmd: list[str], cwd: Path, env: dict[str, str], on_progress: Progress | None = None,
+          tee: TextIO | None = None) -> Log:
+    """Run one asv command to its end, reporting progress (and writing each line to `tee` as it
+    comes: what a job killed midway leaves to read); an interrupt (Ctrl-C, or SIGTERM in the main
+    thread) stops asv and everything it started, then raises KeyboardInterrupt.
 
     asv runs in a session of its own, so an interrupt reaches it only through `_stop`, which
     also ends its forkserver and the benchmark it was running.
@@ -217,6 +219,9 @@ def drive(cmd: list[str], cwd: Path, env: dict[str, str], on_progress: Progress 
         with _sigterm_as_interrupt():
             for line in proc.stdout:  # type: ignore[union-attr]  (stdout=PIPE)
                 lines.append(line)
+                if tee is not None:
+                    tee.write(line)
+                    tee.flush()
                 match = _PROGRESS.match(line.strip())
                 if match and on_progress:
                     on_progress(float(match.group(1)), match.group(2))

@@ -349,10 +349,11 @@ def run(layout: Layout, hashes: tuple[str, ...], profile: Profile, machine_profi
                           keep_discovery=discovered is not None)
         if discovered is not None:
             env[discovery.KEPT] = str(discovered.absolute())
-        log = drive(cmd, layout.project.root, env, on_progress)
-    kept = layout.results.parent / LOG
-    kept.parent.mkdir(parents=True, exist_ok=True)  # a round's folder, emptied before it, if asv made none
-    kept.write_text(setup + log.text, encoding="utf-8", errors="replace")
+        kept = layout.results.parent / LOG
+        kept.parent.mkdir(parents=True, exist_ok=True)  # a round's folder, emptied before it, if asv made none
+        with open(kept, "w", encoding="utf-8", errors="replace") as written:  # as asv goes: a killed job's too
+            written.write(setup)
+            log = drive(cmd, layout.project.root, env, on_progress, tee=written)
     results = tuple(path for h in hashes for path in _results_files(layout.results / machine_profile.name, h))
     if log.returncode != 0 and not results:
         raise RunError(f"asv run over the range failed (its output: {kept}):\n" + log.tail())
