@@ -57,6 +57,8 @@ def _heading(report) -> str:
     unchecked = (f" ({report.unchecked} series with no result on {report.branch}'s first-parent history not "
                  f"checked: ingest their results with --repo of their repository, or check them apart)"
                  if report.unchecked else "")
+    unchecked += (f" ({report.commits_off} commit(s) with results off {report.branch}'s first-parent history: "
+                  f"their points not checked)" if report.commits_off else "")
     return f"proofbench check: branch {report.branch}{since}, {report.series} series{order}{unchecked}, {previous}"
 
 
@@ -271,6 +273,7 @@ def to_json(report: CheckReport) -> dict:
                   "previous": {"id": previous[0], "at": previous[1]} if previous else None,
                   "unmatched_rules": list(report.unmatched_rules)},
         "counts": {"series": report.series, "unchecked_series": report.unchecked,
+                   "unchecked_commits": report.commits_off,
                    "new_regressions": report.count("new", True),
                    "new_improvements": report.count("new", False),
                    "still_open_regressions": report.count("open", True),

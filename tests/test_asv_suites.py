@@ -275,11 +275,13 @@ def test_check_says_how_many_series_lie_off_the_branch_it_checks(synthetic, tmp_
     capsys.readouterr()
     assert main(["check", "--repo", repo, "--no-confirm", "--no-record", "--format", "json", "--db", url]) == 1
     counts = json.loads(capsys.readouterr().out)["counts"]
-    assert (counts["series"], counts["unchecked_series"]) == (1, 1)
+    # off the first-parent history: the merged feature branch's two commits, and the other project's
+    assert (counts["series"], counts["unchecked_series"], counts["unchecked_commits"]) == (1, 1, 3)
     assert main(["check", "--repo", repo, "--no-confirm", "--no-record", "--db", url]) == 1
     heading = capsys.readouterr().out.splitlines()[0]
     assert "1 series ordered by first-parent history (1 series with no result on main's first-parent history " \
            "not checked" in heading
+    assert "(3 commit(s) with results off main's first-parent history: their points not checked)" in heading
 
 
 def test_check_reads_asv_configurations_with_comments(synthetic, tmp_path, capsys):

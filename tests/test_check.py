@@ -115,7 +115,8 @@ def test_a_flat_history_exits_0_with_the_documented_shape(sqlite_url, capsys):
                                     "unmatched_rules"}
     assert report["check"]["branch"] == "main" and report["check"]["previous"] is None
     assert report["check"]["order"] == ["first-parent history"]
-    assert report["counts"] == {"series": 2, "unchecked_series": 0, "new_regressions": 0, "new_improvements": 0,
+    assert report["counts"] == {"series": 2, "unchecked_series": 0, "unchecked_commits": 0, "new_regressions": 0,
+                                "new_improvements": 0,
                                 "still_open_regressions": 0, "still_open_improvements": 0, "suspected": 0,
                                 "dropped": 0, "resolved": 0}
     assert report["alerts"] == []

@@ -111,7 +111,8 @@ def run_check(engine: Engine, branch: str, *, since: str | None = None, repo: Pa
                              (previous.id, _iso(previous.started_at)) if previous else None, len(all_series),
                              placed, findings if record else _unrecorded(findings, run.id), fail_on, record,
                              order.basis, series_mod.outside(session, order),
-                             settings.unmatched({s.benchmark for s in all_series}))
+                             settings.unmatched({s.benchmark for s in all_series}),
+                             series_mod.commits_outside(session, order))
         _summarise(run, report)
         if record:
             session.commit()

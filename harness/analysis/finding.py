@@ -72,6 +72,7 @@ class CheckReport:
     order: tuple[str, ...] = ()  # what ordered the commits (proofbench.db.commits.BASES)
     unchecked: int = 0  # series with no result at a commit of that order (`series.outside`)
     unmatched_rules: tuple[str, ...] = ()  # patterns of the project file's rules no series matched
+    commits_off: int = 0  # commits with results off that order (`series.commits_outside`): not checked
 
     def count(self, state: str, regression: bool) -> int:
         return sum(1 for f in self.findings if f.state == state and f.regression == regression)

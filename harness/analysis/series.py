@@ -148,6 +148,12 @@ def outside(session: Session, within: Order) -> int:
         session.scalar(select(func.count()).select_from(inside))
 
 
+def commits_outside(session: Session, within: Order) -> int:
+    """How many commits with results lie off `within`: on a branch's first-parent order, commits
+    of a branch never merged, or never placed on it; their points are not checked."""
+    return len(set(session.scalars(select(Result.commit_id).distinct())) - within.commits.keys())
+
+
 def load(session: Session, branch: str, within: Order | None = None) -> list[Series]:
     """Every series with at least one point among the commits of `within` (default: `order`).
 
