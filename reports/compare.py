@@ -11,7 +11,7 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from proofbench.analysis.across_runs import ASSUMED_BETWEEN_RUNS, MIN_RUNS
+from proofbench.analysis.across_runs import ASSUMED_BETWEEN_RUNS, MIN_SITTINGS, NO_DIFFERENCE
 from proofbench.reports import formatting as fmt
 
 JSON_FORMAT = 3  # version of the JSON document; bumped when its shape changes (2: plain asv benchmarks,
@@ -32,7 +32,7 @@ def _ratio(r) -> dict | None:
             "samples_low": _number(r.within.low), "samples_high": _number(r.within.high),
             "p_value": _number(r.within.p_value), "n_reference": r.within.n_baseline,
             "n_compared": r.within.n_variant, "word": str(r.difference), "reason": r.why,
-            "run_to_run": {side: {"fraction": _number(m.fraction), "runs": m.runs, "assumed": m.assumed}
+            "run_to_run": {side: {"fraction": _number(m.fraction), "sittings": m.sittings, "assumed": m.assumed}
                            for side, m in (("a", r.a), ("b", r.b))}}
 
 
@@ -66,7 +66,8 @@ def as_json(comparison) -> dict:
     """The comparison as a JSON-safe dict: stable key order, NaN as null, a format version.
 
     `throughput_ratio` is items/s on A over items/s on B; its interval holds how much each side's
-    runs move (`run_to_run`: measured over `runs` runs of that benchmark, or `assumed`), and its
+    runs move (`run_to_run`: a sitting's standard deviation, measured over `sittings` sittings of
+    that benchmark there, or `assumed`), and its
     `word` reads "faster" when that whole interval lies above 1 (`reason`: why no word). Each
     side's `speedup` is its variant over its baseline on that machine. `same_hardware`: two
     machine names with one hardware fingerprint. `benchmarks` are the plain asv benchmarks
@@ -186,9 +187,10 @@ def _assumed(comparison) -> bool:
                for s in comparison.subjects for v in s.variants)
 
 
-ASSUMED_NOTE = (f"* how much a run moves was assumed, ±{ASSUMED_BETWEEN_RUNS:.0%}, on a side with fewer than "
-                f"{MIN_RUNS} runs of that benchmark (its history measures it): two runs of the same code can differ "
-                f"by tens of percent, which a run's own samples do not show")
+ASSUMED_NOTE = (f"* how much a run moves was assumed (a sitting's standard deviation of {ASSUMED_BETWEEN_RUNS:.0%}) "
+                f"on a side with fewer than {MIN_SITTINGS} sittings of that benchmark (its history measures it, "
+                f"runs an hour or more apart): two runs of the same code can differ by tens of percent, which a "
+                f"run's own samples do not show")
 
 
 def html(comparison, site: Path | None = None, out: Path | None = None) -> str:
@@ -201,7 +203,8 @@ def html(comparison, site: Path | None = None, out: Path | None = None) -> str:
     # inlined as it is: a <style> element's text is never unescaped, and the file is ours
     own = {} if root is not None else {"standalone": True, "stylesheet": Markup((STATIC_DIR / "site.css").read_text())}
     return environment().get_template("compare.html").render(
-        c=comparison, root=root or "", page="compare", ratio_word=ratio_word,
+        c=comparison, root=root or "", page="compare", ratio_word=ratio_word, sittings=MIN_SITTINGS,
+        no_difference=NO_DIFFERENCE,
         assumed_note=ASSUMED_NOTE if _assumed(comparison) else "", **own,
         generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
 

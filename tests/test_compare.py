@@ -5,6 +5,7 @@ smoke-run results with every time halved, so its throughput is known to be twice
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 
@@ -58,7 +59,8 @@ def test_compare_shows_both_machines_side_by_side(two_machines, capsys):
             assert ratio["estimate"] == pytest.approx(0.5), v
             if min(ratio["n_reference"], ratio["n_compared"]) >= 5:  # fewer samples: no interval, no word
                 assert ratio["low"] < ratio["samples_low"] <= 0.5 <= ratio["samples_high"] < ratio["high"], v
-                assert ratio["run_to_run"] == {side: {"fraction": 0.25, "runs": 0, "assumed": True} for side in "ab"}
+                assumed = {"fraction": 0.25, "sittings": 0, "assumed": True}
+                assert ratio["run_to_run"] == {"a": assumed, "b": assumed}
                 # half the speed: "slower" only where it lies beyond what the runs' samples and a run's move hold
                 assert ratio["word"] == ("slower" if ratio["high"] < 1 else "inconclusive"), ratio
                 intervals += 1
@@ -152,7 +154,7 @@ def test_throughput_ratio_says_why_it_is_missing():
 def test_a_ratio_of_two_runs_holds_how_much_a_run_moves():
     # two runs on one machine read "A faster" at 1.31x [1.01, 1.40] from their samples alone, and
     # "no significant difference" at 0.97x [0.93, 1.01] the time before
-    from proofbench.analysis.across_runs import ASSUMED_BETWEEN_RUNS, RunToRun, across_runs, run_to_run
+    from proofbench.analysis.across_runs import ASSUMED_BETWEEN_RUNS, FLOOR, RunToRun, across_runs, run_to_run
     from proofbench.stats import Difference, speedup
 
     rng = np.random.default_rng(3)
@@ -160,23 +162,62 @@ def test_a_ratio_of_two_runs_holds_how_much_a_run_moves():
     def samples(level: float, n: int = 5) -> list[float]:
         return (level * np.exp(rng.normal(0, 0.02, n))).tolist()
 
-    assumed = run_to_run([1.0, 1.1, 0.9])  # three runs: too few to tell
-    assert (assumed.fraction, assumed.runs, assumed.assumed) == (ASSUMED_BETWEEN_RUNS, 0, True)
+    night = dt.datetime(2026, 11, 1, 2, tzinfo=dt.UTC)
+    values = [1.0, 1.02, 0.99, 1.01, 1.3, 1.31, 1.28, 1.3, 1.32, 1.29]  # about 2%, and one step between commits
+    assumed = run_to_run([(night + dt.timedelta(days=i), v) for i, v in enumerate(values[:3])])  # three sittings
+    assert (assumed.fraction, assumed.sittings, assumed.assumed) == (ASSUMED_BETWEEN_RUNS, 0, True)
+    # one `history` of ten commits, minutes apart: one sitting, which shows nothing of the next one
+    assert run_to_run([(night + dt.timedelta(minutes=3 * i), v) for i, v in enumerate(values)]).assumed
+    assert run_to_run([(None, v) for v in values]).assumed  # no start times: no sittings to tell
     within = speedup(samples(1.31), samples(1.0))  # A takes 1/1.31 of B's time
     assert within.difference == Difference.FASTER and within.low > 1.2
     guessed = across_runs(within, assumed, assumed)
     assert guessed.difference == Difference.INCONCLUSIVE and guessed.low < 1 < guessed.high
     assert guessed.why == "cannot tell it from no difference"
-    # measured: ten runs moving about 2% (and one step between commits, which moves one difference)
-    history = [1.0, 1.02, 0.99, 1.01, 1.3, 1.31, 1.28, 1.3, 1.32, 1.29]
-    quiet = run_to_run(history)
-    assert not quiet.assumed and quiet.runs == 10 and 0.005 < quiet.fraction < 0.04
+    # ten nights (the step moves one difference, not the median of them)
+    quiet = run_to_run([(night + dt.timedelta(days=i), v) for i, v in enumerate(values)])
+    assert not quiet.assumed and quiet.sittings == 10 and FLOOR <= quiet.fraction < 0.04
+    still = run_to_run([(night + dt.timedelta(days=i), 1.0) for i in range(6)])  # six equal nights
+    assert (still.fraction, still.sittings) == (FLOOR, 6)
     measured = across_runs(within, quiet, quiet)
     assert measured.difference == Difference.FASTER and 1 < measured.low < within.low
     same = across_runs(speedup(samples(1.0, 9), samples(1.0, 9)), RunToRun(0.005, 8), RunToRun(0.005, 8))
     assert same.difference == Difference.NONE and 0.97 < same.low and same.high < 1.03
     few = across_runs(speedup([1.0] * 3, [2.0] * 3), quiet, quiet)
     assert few.difference == Difference.INCONCLUSIVE and few.why == "too few samples" and math.isnan(few.low)
+
+
+def test_a_sides_variation_is_read_from_its_own_sittings_in_the_environment_shown(sqlite_url):
+    # the variation came from whichever row the query gave last, in any environment, and no test
+    # read one from a database
+    from sqlalchemy.orm import Session
+
+    from proofbench.analysis.hardware import _run_to_run
+    from proofbench.db.models import Benchmark, Commit, Environment, Machine, Result
+    from proofbench.db.session import connect
+
+    engine = connect(sqlite_url)
+    night = dt.datetime(2026, 11, 1, 2, tzinfo=dt.UTC)
+    with Session(engine) as session, session.begin():
+        bench = Benchmark(name="loading.X.time_call", version="1", subject="loading.x", area="loading",
+                          metric="time", unit="seconds", higher_is_better=False, param_names=["variant", "size"])
+        machine, envs = Machine(name="m", fingerprint="f", profile={}), [Environment(name="e1"), Environment(name="e2")]
+        commits = [Commit(hash=f"{i:040x}", position=i) for i in range(8)]
+        session.add_all([bench, machine, *envs, *commits])
+        for i, commit in enumerate(commits):
+            for env, level, wobble in ((envs[0], 1e-3, 0.2), (envs[1], 2e-3, 0.05)):
+                value = level * (1 + wobble * (-1) ** i)
+                session.add(Result(benchmark=bench, machine=machine, commit=commit, environment=env, status="ok",
+                                   params={"variant": "baseline", "size": "small"}, params_key='["baseline", "small"]',
+                                   value=value, samples=[value] * 5, profile="quick",
+                                   started_at=night + dt.timedelta(days=i)))
+        session.flush()
+        newest = commits[-1].id
+    with Session(engine) as session:
+        moves = _run_to_run(session, session.get(Machine, 1), newest)
+    assert set(moves) == {("loading.x", "small", "baseline")}
+    shown = moves[("loading.x", "small", "baseline")]
+    assert shown.sittings == 8 and 0.05 < shown.fraction < 0.15  # the second environment's 5% swings, not 20%
 
 
 def test_json_has_no_nan_where_an_interval_is_undefined():

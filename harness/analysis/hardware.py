@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session
 from proofbench import git, parameters
 from proofbench.analysis.across_runs import ASSUMED, AcrossRuns, RunToRun, across_runs, run_to_run
 from proofbench.analysis.comparison import SubjectFigures, VariantFigures, figures, machines
-from proofbench.db.commits import latest, ordered
+from proofbench.db.commits import aware, latest, ordered
 from proofbench.db.models import Benchmark, Commit, Machine, Result
 from proofbench.errors import InputError
 from proofbench.profile import Profile
@@ -210,24 +210,24 @@ def _pairs(a: list[SubjectFigures], b: list[SubjectFigures], moves_a: _Moves, mo
 
 def _run_to_run(session: Session, machine: Machine, commit_id: int | None,
                 profiles: list[str] | None = None) -> _Moves:
-    """How much each subject's variant's runs move on `machine`: its time per call over every run
-    stored there in the environment and profile of its result at `commit_id`, oldest first."""
-    query = (select(Result.value, Result.started_at, Result.id, Result.params, Result.profile,
-                    Result.environment_id, Result.commit_id, Benchmark.subject)
+    """How much each subject's variant's runs move on `machine` from one sitting to the next: its
+    time per call over every run stored there in the environment and profile of the result that
+    `figures` shows at `commit_id` (of several environments, the one stored last)."""
+    query = (select(Result.value, Result.started_at, Result.params, Result.profile, Result.environment_id,
+                    Result.commit_id, Benchmark.subject)
              .join(Benchmark, Result.benchmark_id == Benchmark.id)
              .where(Result.machine_id == machine.id, Result.status == "ok", Benchmark.kind == "subject",
                     Benchmark.name.endswith(".time_call")))
     if profiles is not None:
         query = query.where(Result.profile.in_(profiles))
     runs: dict[tuple, list] = {}
-    compared: dict[tuple[str, str, str], tuple] = {}
-    for value, started, row_id, params, profile, env, commit, subject in session.execute(query):
-        key = (subject, str(params.get("size", "")), str(params.get("variant", "")))
-        runs.setdefault((*key, profile, env), []).append((started is None, started or 0, row_id, value))
-        if commit == commit_id:
-            compared[key] = (*key, profile, env)
-    return {key: run_to_run([v for *_, v in sorted(runs[group], key=lambda r: r[:3])])
-            for key, group in compared.items()}
+    compared: dict[tuple, tuple] = {}
+    for value, started, params, profile, env, commit, subject in session.execute(query):
+        key = (subject, params.get("size", ""), params.get("variant", ""))
+        runs.setdefault((key, profile, env), []).append((aware(started), value))
+        if commit == commit_id and env >= compared.get(key, (None, -1))[1]:
+            compared[key] = (profile, env)
+    return {key: run_to_run(runs[(key, *shown)]) for key, shown in compared.items()}
 
 
 def _why_no_device(machine: Machine, device: str, names: list[str], commit: Commit | None) -> str:
