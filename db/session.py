@@ -24,7 +24,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, OperationalError, SAWarning, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, SAWarning, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from proofbench.errors import DatabaseError
@@ -78,7 +78,9 @@ def scrub(message: str, url: str) -> str:
     where it stands on its own: not inside a longer word (a password `p` or `bench` made
     "***ostgresql+***syco***g" and "proof***" of the rest, whose asterisks spelled it out)."""
     for secret in secrets(url):
-        message = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", "***", message)
+        before = "(?<![A-Za-z0-9])" if secret[0].isalnum() else ""  # "-x" is its own word after "a"
+        after = "(?![A-Za-z0-9])" if secret[-1].isalnum() else ""
+        message = re.sub(before + re.escape(secret) + after, "***", message)
     return message
 
 
@@ -223,11 +225,23 @@ def _reason(exc: BaseException) -> str:
     return line + (locked if line == "database is locked" else "")
 
 
+# SQLite's result codes, and PostgreSQL's SQLSTATE classes, of a database's own state: a full
+# disk, I/O, a lock, a corrupt or unopenable file; a lost connection, exhausted resources, an
+# operator's shutdown, a system error. Not "no such column": that is a bug in proofbench.
+_STATE_CODES = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_CORRUPT", "SQLITE_NOTADB",
+                "SQLITE_CANTOPEN", "SQLITE_READONLY")
+_STATE_CLASSES = ("08", "53", "57", "58")
+
+
 def failed_midway(exc: BaseException) -> DatabaseError | None:
     """The database's own failure in the middle of a command (a full disk, a lost connection, a
     lock held past the wait) as a DatabaseError, exit 2: the database's state, not a bug in
     proofbench; None for anything else. What a transaction had not committed is not stored."""
-    if not isinstance(exc, (OperationalError, sqlite3.OperationalError)):
+    driver = getattr(exc, "orig", None) or exc
+    state = str(getattr(driver, "sqlite_errorname", None) or getattr(driver, "sqlstate", None) or "")
+    lost = getattr(exc, "connection_invalidated", False)
+    postgres = not state.startswith("SQLITE") and state[:2] in _STATE_CLASSES
+    if not (lost or state.startswith(_STATE_CODES) or postgres):
         return None
     line = _reason(exc)
     full = " (free space where the database lies and run again: nothing half-written was stored)" \
@@ -378,11 +392,13 @@ def connect(url: str, migrate: bool = True, write: bool = True, create: bool = T
 
 def scratch_copy(engine: Engine) -> Engine:
     """An in-memory copy of a SQLite database, for a command that writes only what it throws
-    away (`check --no-record` on a file it may not write)."""
+    away (`check --no-record`, which so reads beside a writer), named as the file was; it holds
+    the whole database in memory."""
     memory = sqlite3.connect(":memory:", check_same_thread=False)
     with engine.connect() as connection:
         connection.connection.driver_connection.backup(memory)
     copy = create_engine("sqlite://", creator=lambda: memory, poolclass=StaticPool)
+    _AS_TYPED[copy] = _AS_TYPED.get(engine) or engine.url.render_as_string(hide_password=False)
     event.listen(copy, "connect", _sqlite_pragmas)
     event.listen(copy, "begin", _sqlite_begin)
     return copy

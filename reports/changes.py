@@ -13,6 +13,7 @@ import datetime as dt
 import math
 import multiprocessing
 import os
+import signal
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Hashable, Protocol, Sequence
@@ -108,7 +109,7 @@ class Detection:
         if workers > 1 and sum(len(j.values) for j in jobs) >= PARALLEL_MIN_POINTS:
             methods = multiprocessing.get_all_start_methods()
             context = multiprocessing.get_context("fork" if "fork" in methods else None)
-            self._pool = ProcessPoolExecutor(workers, mp_context=context)
+            self._pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_start)
             self._futures = [self._pool.submit(_chunk, jobs[w::workers]) for w in range(workers)]
 
     def result(self) -> list[list[Step]]:
@@ -193,3 +194,9 @@ def stored(session: Session, rank: dict[int, int]) -> tuple[CheckInfo, dict[tupl
     for found in steps.values():
         found.sort(key=lambda s: s.rank)
     return CheckInfo(last.id, last.started_at, last.branch), steps
+
+
+def _worker_start() -> None:
+    # a forked worker ends on SIGTERM as a process does, without a traceback: it inherits the
+    # command's handler, which turns SIGTERM into an interrupt for the command itself
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -358,6 +358,10 @@ def test_an_interrupted_check_records_nothing_and_its_files_say_so(step, capsys,
     assert summary.read_text() == f"**proofbench check failed** (exit status 130): {said}\n"
     monkeypatch.undo()
     assert check_json(step.url, capsys)[1]["counts"]["new_regressions"] == 1  # nothing was recorded
+    # interrupted once the check is stored, while writing its Markdown: the files must not say "nothing"
+    monkeypatch.setattr(check_command, "_write", interrupted)
+    status, report = check_json(step.url, capsys, "--markdown-out", str(summary))
+    assert status == 130 and report["error"].startswith("interrupted after check run #2 was recorded")
 
 
 def test_sigterm_ends_any_command_as_ctrl_c_does(tmp_path):

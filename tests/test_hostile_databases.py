@@ -295,6 +295,11 @@ def test_a_short_or_common_password_is_masked_where_it_stands_not_inside_other_w
     assert code == 2 and said in line and ":***@" in line, line
 
 
+def test_a_password_that_starts_or_ends_in_a_sign_is_masked_beside_a_word():
+    url = "postgresql+psycopg://bench:-x@127.0.0.1:1/proofbench"
+    assert scrub("could not connect as bench with a-x", url) == "could not connect as bench with a***"
+
+
 def test_a_database_that_fails_midway_is_its_state_not_a_bug(capsys, tmp_path, monkeypatch):
     # a full disk during ingest read "internal error ... (a bug in proofbench)", exit 3
     import sqlite3
@@ -304,11 +309,27 @@ def test_a_database_that_fails_midway_is_its_state_not_a_bug(capsys, tmp_path, m
 
     from proofbench.pipeline import ingest
 
-    def full(*args, **kwargs):
-        raise OperationalError("INSERT INTO results ...", {}, sqlite3.OperationalError("database or disk is full"))
+    def full(*args, **kwargs):  # SQLite's own "database or disk is full" (SQLITE_FULL), as a full disk raises it
+        small = sqlite3.connect(":memory:")
+        small.execute("CREATE TABLE t (x)")
+        small.execute("PRAGMA max_page_count = 2")
+        try:
+            while True:
+                small.execute("INSERT INTO t VALUES (?)", ("x" * 1000,))
+        except sqlite3.OperationalError as exc:
+            raise OperationalError("INSERT INTO results ...", {}, exc) from None
+
+    def broken(*args, **kwargs):  # a query of proofbench's own that is wrong: still a bug
+        try:
+            sqlite3.connect(":memory:").execute("SELECT no_such_column FROM sqlite_master")
+        except sqlite3.OperationalError as exc:
+            raise OperationalError("SELECT ...", {}, exc) from None
 
     write(tmp_path / "results", "a" * 40)
     monkeypatch.setattr(ingest, "_ingest_file", full)
     code, _, err = cli(capsys, "ingest", str(tmp_path / "results"), "--db", f"sqlite:///{tmp_path / 'x.sqlite'}")
     assert code == 2 and one_line(err) == ("proofbench: the database failed: database or disk is full (free space "
                                            "where the database lies and run again: nothing half-written was stored)")
+    monkeypatch.setattr(ingest, "_ingest_file", broken)
+    code, _, err = cli(capsys, "ingest", str(tmp_path / "results"), "--db", f"sqlite:///{tmp_path / 'y.sqlite'}")
+    assert code == 3 and "no such column: no_such_column (a bug in proofbench" in one_line(err)

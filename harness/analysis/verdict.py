@@ -7,9 +7,9 @@ reproduced       the measured figure reaches the promised one (and, for speed, t
                  reaches it whichever way the next run goes)
 partly           faster than the baseline, but short of the promise
 not reproduced   no significant difference from the baseline, or slower; or a speedup too
-                 close to 1 for a word (`stats.Why` BORDERLINE, NOT_NEGLIGIBLE, UNDECIDED)
-                 whose whole interval lies below the promise: whichever word a next run
-                 decides, the promise is out of its reach
+                 close to 1 for a word (`stats.Why` BORDERLINE, NOT_NEGLIGIBLE, UNDECIDED), or
+                 too noisy (TOO_NOISY) and not clear of 1, whose whole interval lies below the
+                 promise: whichever word a next run decides, the promise is out of its reach
 equivalence failed  the variant changed the answer beyond its stated tolerance
 baseline not deterministic  the baseline's own answers disagreed beyond the tolerance, so
                  equivalence cannot be judged
@@ -53,7 +53,7 @@ class Why(StrEnum):
     SIGNIFICANT = "significant"
     SHORT_OF_PROMISE = "significant but short of the promise"
     NOT_BETTER = "no better than the baseline"
-    BELOW_PROMISE = "too close to 1 for a word, and the whole interval below the promise"
+    BELOW_PROMISE = "too close to 1, or too noisy, for a word, and the whole interval below the promise"
     ABOVE_PROMISE = "wider than the precision, and the whole interval above the promise"
     WITHIN_PROMISE = "wider than the precision, and the whole interval between 1 and the promise"
     NO_RATE = "no items/s figure"

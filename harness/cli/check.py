@@ -60,7 +60,7 @@ def handle(args: argparse.Namespace) -> int:
     from proofbench.reports import check as shown
     from proofbench.reports.output import claim_file
 
-    claimed = False  # --markdown-out may be written: never a file it refuses
+    claimed, report = False, None  # --markdown-out may be written: never a file it refuses
     try:
         if args.markdown_out is not None:
             claim_file(args.markdown_out, "--markdown-out")
@@ -78,7 +78,7 @@ def handle(args: argparse.Namespace) -> int:
         if args.markdown_out is not None:
             _write(args.markdown_out, shown.markdown(report) + "\n")
     except (Exception, KeyboardInterrupt) as exc:  # an interrupted check says so in its files too
-        code, line = failure(exc, args, shown)
+        code, line = failure(exc, args, shown, report.check_id if report is not None and report.recorded else None)
         if claimed:  # a job publishing the file must not publish an earlier night's check as tonight's
             with contextlib.suppress(ProofbenchError):
                 _write(args.markdown_out, shown.error_markdown(line, exit_code=code) + "\n")

@@ -95,16 +95,18 @@ def error_line(exc: BaseException, args: argparse.Namespace) -> str:
     return visible(text)
 
 
-def failure(exc: BaseException, args: argparse.Namespace, shown) -> tuple[int, str]:
+def failure(exc: BaseException, args: argparse.Namespace, shown, recorded: int | None = None) -> tuple[int, str]:
     """A failed command's exit code and line, printed in the format asked for (`args.format`;
     `shown`: the command's report module, with `error_json` and `error_markdown`): a bot reading
-    the JSON, or a job posting the Markdown, gets the failure, not nothing."""
+    the JSON, or a job posting the Markdown, gets the failure, not nothing. `recorded`: the run
+    the command had stored before an interrupt (a check interrupted while writing its files)."""
     import json
 
     from proofbench.errors import ProofbenchError
 
     if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or SIGTERM: a job's timeout
-        code, line = INTERRUPTED, "interrupted before it ended; nothing of this run was recorded"
+        code, line = INTERRUPTED, "interrupted before it ended; nothing of this run was recorded" if recorded is None \
+            else f"interrupted after check run #{recorded} was recorded: its alerts stand (proofbench alerts list)"
     else:
         exc = known(exc)
         code, line = exc.exit_code if isinstance(exc, ProofbenchError) else 3, error_line(exc, args)

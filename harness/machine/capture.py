@@ -198,10 +198,11 @@ MACHINE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")  # asv's results
 
 def check_name(name: str) -> str:
     """`name` if it can name asv's results folder and proofbench's files (letters, digits, '_',
-    '.', '-'; no path, no option); else an InputError that says to pass --name."""
+    '.', '-'; no path, no option); else an InputError that says how to name it."""
     if not MACHINE_NAME.fullmatch(name):
         raise InputError(f"machine name {name[:80]!r}: expected 1-200 letters, digits, '_', '.' or '-', not "
-                         f"starting with '.' or '-' (it names a folder of results); pass --name")
+                         f"starting with '.' or '-' (it names a folder of results); name it with ${NAME_VAR} "
+                         f"(or `proofbench machine --name`)")
     return name
 
 

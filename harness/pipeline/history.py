@@ -41,6 +41,7 @@ import sysconfig
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
@@ -344,15 +345,14 @@ def run(layout: Layout, hashes: tuple[str, ...], profile: Profile, machine_profi
         env = history_environment(layout, profile)
         under_test = repo / str(json.loads(config.read_text()).get("repo_subdir") or "")  # where asv builds it
         shared = shared_site(layout.workdir / SHARED_SITE, distribution_name(under_test))
-        setup = prepare_environment(config, layout, env, shared)
         cmd = asv_command(config, machine_profile.name, hashfile, bench or profile.bench or None, rerun,
                           keep_discovery=discovered is not None)
-        if discovered is not None:
-            env[discovery.KEPT] = str(discovered.absolute())
         kept = layout.results.parent / LOG
         kept.parent.mkdir(parents=True, exist_ok=True)  # a round's folder, emptied before it, if asv made none
         with open(kept, "w", encoding="utf-8", errors="replace") as written:  # as asv goes: a killed job's too
-            written.write(setup)
+            setup = prepare_environment(config, layout, env, shared, tee=written)
+            if discovered is not None:
+                env[discovery.KEPT] = str(discovered.absolute())
             log = drive(cmd, layout.project.root, env, on_progress, tee=written)
     results = tuple(path for h in hashes for path in _results_files(layout.results / machine_profile.name, h))
     if log.returncode != 0 and not results:
@@ -362,10 +362,11 @@ def run(layout: Layout, hashes: tuple[str, ...], profile: Profile, machine_profi
                           failed_builds(log.text, hashes), setup + log.text, kept)
 
 
-def prepare_environment(config: Path, layout: Layout, env: dict[str, str], shared: Path) -> str:
+def prepare_environment(config: Path, layout: Layout, env: dict[str, str], shared: Path,
+                        tee: TextIO | None = None) -> str:
     """Create (or find) the history environment with `asv setup` and hand it the shared
-    packages; returns asv's output."""
-    setup = drive(setup_command(config), layout.project.root, {**env, "ASV_PYTHONPATH": str(shared)})
+    packages; returns asv's output (written to `tee` too, as it comes)."""
+    setup = drive(setup_command(config), layout.project.root, {**env, "ASV_PYTHONPATH": str(shared)}, tee=tee)
     # `asv setup` exits non-zero even when it succeeds (it returns its environments): the
     # environment's info file, which asv writes last, is what says it exists.
     if not link_shared(layout.env_dir, shared):
