@@ -63,8 +63,9 @@ def profile(machine: Machine) -> dict[str, Any]:
 
 # asv's machine description (asv.machine.Machine.fields, the keys proofbench's own machine.json adds, and
 # the file's version): every other key of a results file's params is the environment's (python, the matrix)
-_ASV_OWN = {"machine", "os", "arch", "cpu", "num_cpu", "ram", "gpu", "proofbench_fingerprint", "version"}
-_ASV_AS = {"cpu": "cpu_model", "num_cpu": "logical_cores", "proofbench_fingerprint": "fingerprint"}
+_ASV_OWN = {"machine", "os", "arch", "cpu", "num_cpu", "ram", "gpu", "proofbench_fingerprint", "version", "python"}
+_ASV_AS = {"cpu": "cpu_model", "num_cpu": "logical_cores", "proofbench_fingerprint": "fingerprint",
+           "python": "python_version"}  # the results' Python, the one machine fact of the environment's
 
 
 def facts(machine: Machine) -> dict[str, Any]:

@@ -296,3 +296,17 @@ def test_check_reads_asv_configurations_with_comments(synthetic, tmp_path, capsy
     capsys.readouterr()
     assert main(["check", "--format", "json", "--db", url, "--project", str(project)]) == 1
     assert json.loads(capsys.readouterr().out)["check"]["order"] == ["first-parent history"]
+
+
+def test_an_asv_projects_directory_is_ingested_from_the_results_directory_it_names(tmp_path, capsys, monkeypatch):
+    # its asv.conf.json (comments allowed) was read as a results file and refused, exit 2
+    from test_ingest_labels_again import write
+
+    monkeypatch.chdir(tmp_path)
+    project = tmp_path / "plasmapy-benchmarks"
+    write(project / "published", "c" * 40)
+    project.joinpath("asv.conf.json").write_text('{\n  // asv allows comments\n  "version": 1,\n'
+                                                 '  "results_dir": "published"\n}\n')
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    assert main(["ingest", str(project), "--db", url]) == 0
+    assert "ingested 1 file(s) holding 5 result(s)" in " ".join(capsys.readouterr().err.split())

@@ -73,7 +73,8 @@ def test_an_asv_only_machine_shows_its_hardware_in_the_captured_rows():
     assert rows["operating system"] == ["Darwin 21.6.0", "Linux 5.6.8-arch1-1"]
     assert rows["GPUs"] == ["—", "—"]  # asv names no GPUs: unknown, not none
     assert rows["fingerprint"] == ["813e19bc7d871163", "9ef3cf85775459e0"]  # the stored one
-    assert list(rows) == LABELS  # no raw asv keys, no python, no packages of the asv matrix
+    assert rows["Python"] == ["3.10", "3.8"]  # the results' Python, from their params
+    assert list(rows) == LABELS  # no raw asv keys, no packages of the asv matrix
 
 
 def test_the_index_names_an_asv_only_machines_cpu_and_cores():

@@ -46,6 +46,14 @@ COMMANDS = (init, run, history, check, gate, bisect, alerts,
 INTERNAL_ERROR = 3
 CLOSED_OUTPUT = 128 + signal.SIGPIPE
 DEBUG_VAR = "PROOFBENCH_DEBUG"
+_KEPT = {  # what an interrupted command leaves, by command
+    "check": "an unfinished check records nothing; the alerts of the one before stand",
+    "gate": "a gate stores nothing",
+    "bisect": "a bisection stores its culprit only when it ends",
+    "ingest": "each file is stored whole or not at all; run it again to take the rest",
+    "history": "results asv finished are taken by the next `ingest` or `history`",
+    "run": "results asv finished are taken by the next `ingest`",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,9 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # what is still buffered goes now, where a reader gone is caught, not at exit
         return code
     except KeyboardInterrupt:
-        print("proofbench: interrupted; nothing is half-written: what was stored before is kept, an unfinished "
-              "check records nothing, and results asv finished are taken by the next `ingest` or `history`",
-              file=sys.stderr)
+        kept = _KEPT.get(args.command, "what was stored before the interrupt is kept")
+        print(f"proofbench: interrupted; nothing is half-written: {kept}", file=sys.stderr)
         return INTERRUPTED
     except BrokenPipeError as exc:
         if not _output_closed():

@@ -25,14 +25,15 @@ def add_parser(sub) -> None:
 
 
 def expand(paths: list[Path]) -> list[Path]:
-    """Results files named directly or found under directories (a results or a machine directory)."""
+    """Results files named directly or found under directories (a results or a machine directory, or
+    an asv project's: the results directory its asv.conf.json names)."""
     from proofbench.errors import InputError
     from proofbench.pipeline import results_file
 
     out: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found = results_file.find(path)
+            found = results_file.find(_results_of(path))
             if not found:
                 raise InputError(f"{path}: no asv results files in it (expected <results>/<machine>/<commit>-<env>"
                                  f".json, or a machine's directory of them)")
@@ -42,6 +43,14 @@ def expand(paths: list[Path]) -> list[Path]:
         else:
             raise InputError(f"{path}: no such results file or directory")
     return out
+
+
+def _results_of(directory: Path) -> Path:
+    # an asv project's directory (its asv.conf.json there, which is no results file): its results_dir
+    from proofbench.pipeline.asv import read_config
+
+    config = directory / "asv.conf.json"
+    return directory / str(read_config(config).get("results_dir", "results")) if config.is_file() else directory
 
 
 def handle(args: argparse.Namespace) -> int:
