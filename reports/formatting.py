@@ -281,12 +281,18 @@ def verdict_reason(verdict) -> str:
         Why.RATE_REACHED: lambda: "",  # the figure says it, with its unit
         Why.RATE_SHORT: lambda: f"baseline {rate(v.baseline)} {v.detail}s/s" if not _missing(v.baseline) else "",
         Why.NO_FIGURE: lambda: f"no {v.detail} figure for both variants",
-        Why.REDUCTION: lambda: f"{v.detail}: {amount(v.baseline, '')} -> {amount(v.measured, '')}",
+        Why.REDUCTION: lambda: f"{v.detail}: {amount(v.baseline, _unit_of(v.detail))} -> "
+                               f"{amount(v.measured, _unit_of(v.detail))}",
         Why.GPU_THROTTLED: lambda: gpu_throttled_words(v.detail.split(", ") if v.detail else ()),
         Why.GPU_SHARED: lambda: gpu_shared_words(v.detail.split(", ") if v.detail else ()),
     }
     said = words[v.why]() if v.why in words else str(v.why)
     return "; ".join(x for x in (said, isa_words(v.isa)) if x)
+
+
+def _unit_of(metric: str) -> str:
+    # a memory reduction's metric in bytes (peak_memory, model_bytes, tensor_bytes), else a bare number
+    return "bytes" if metric.endswith(("memory", "bytes")) else ""
 
 
 def gpu_throttled_words(reasons) -> str:

@@ -187,6 +187,9 @@ def test_a_rate_verdict_names_its_unit_once():
     short = Verdict("partly", "throughput", Why.RATE_SHORT, 1500.0, baseline=500.0, promised=2000.0,
                     detail="sequence")
     assert (verdict_figure(short), verdict_reason(short)) == ("1.5k sequences/s", "baseline 500 sequences/s")
+    saved = Verdict("reproduced", "memory_reduction", Why.REDUCTION, 0.7, baseline=1.023e8, measured=3.052e7,
+                    promised=0.5, detail="peak_memory")
+    assert verdict_reason(saved) == "peak_memory: 97.6 MiB -> 29.1 MiB"  # not 1.023e+08 -> 3.052e+07
 
 
 def test_an_equivalence_verdict_shows_no_claim_figure():
