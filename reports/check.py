@@ -111,8 +111,9 @@ def culprit(c, b: dict | None, placed: str = "the history") -> str:
         measured = measurements(b)
         moved = f"; the alert moved there from {b['moved_from'][:8]}, where {placed} had put it" \
             if (b or {}).get("moved_from") else ""
-        return (f"first bad commit {c.hash[:8]} {c.subject or ''!r}{by} (bisected, {measured} measurement(s)"
-                f"{_clause(checked(b))}){moved}")
+        how = f"bisected, {measured} measurement(s)" if measured else \
+            "the one commit after the last the confirmation read at the old level: nothing to bisect"
+        return f"first bad commit {c.hash[:8]} {c.subject or ''!r}{by} ({how}{_clause(checked(b))}){moved}"
     if b and "error" in b:
         return f"bisection could not run: {b['error']}"
     if b:

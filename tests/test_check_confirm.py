@@ -404,6 +404,10 @@ def test_the_notes_name_the_culprit_or_the_range_bisection_left():
     found = {"steps": [{}, {}], "first": bad.hash, "last": bad.hash}
     assert note_lines(None, bad, found, "") == ["first bad commit d0b2acd2 'Validate twice' by Team (bisected, 2 "
                                                  "measurement(s))"]
+    alone = {"steps": [], "first": bad.hash, "last": bad.hash}  # the span held one commit: none measured
+    assert note_lines(None, bad, alone, "") == ["first bad commit d0b2acd2 'Validate twice' by Team (the one commit "
+                                                 "after the last the confirmation read at the old level: nothing to "
+                                                 "bisect)"]
     assert note_lines(None, None, {"first": "aaaaaaaaaa", "last": "bbbbbbbbbb"}, "acknowledged by x") == [
         "bisection could not tell: the step lies in aaaaaaaa..bbbbbbbb", "acknowledged by x"]
     assert note_lines(None, None, {"error": "no checkout"}, "") == ["bisection could not run: no checkout"]
