@@ -86,15 +86,20 @@ def bench_pattern(registry: Registry, text: str) -> str:
     chosen = [s for s in registry if text in (s.key, s.name)]
     if not chosen:
         return text
-    return "^(" + "|".join(re.escape(f"{s.area}.{class_name(s)}.") for s in chosen) + ")"
+    return "^(" + "|".join(re.escape(_prefix(s)) for s in chosen) + ")"
+
+
+def _prefix(subject: Subject) -> str:
+    # the start of every benchmark name of `subject` in the generated suite: `loading.LmdbRead.`
+    return f"{subject.area}.{class_name(subject)}."
 
 
 def selected(registry: Registry, pattern: str) -> set[str]:
     """The keys of the subjects some of whose benchmarks asv's --bench regex `pattern` picks (asv
     searches it in each benchmark's full name)."""
     found = re.compile(pattern)
-    return {s.key for s in registry if found.search(f"{s.area}.{class_name(s)}.time_call")
-            or found.search(f"{s.area}.{class_name(s)}.track_speedup")}
+    return {s.key for s in registry
+            if found.search(_prefix(s) + "time_call") or found.search(_prefix(s) + "track_speedup")}
 
 
 def workload_version(subject: Subject) -> str:
@@ -174,7 +179,7 @@ def benchmark_index(registry: Registry) -> dict[str, BenchmarkInfo]:
     """Every asv benchmark name the generated modules define, mapped to its meaning."""
     index = {}
     for subject in registry:
-        prefix = f"{subject.area}.{class_name(subject)}."
+        prefix = _prefix(subject)
         # track_quality: what suites generated before speedups were measured in rounds had
         metrics = {"time_call": TIME, "track_items": Metric("items", f"{subject.item}s", True),
                    "track_speedup": SPEEDUP, "track_quality": subject.equivalence.metric}
